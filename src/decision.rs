@@ -1,0 +1,245 @@
+//! The question a runtime asks (an item in a context) and the answer it gets.
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::registry::{Skill, Tool};
+
+/// Where a question is asked: a mode, maybe a bot, the runtime's flags, and maybe
+/// the runtime's own grants (an allow-list on top of the policy's).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Context {
+    pub mode: Option<String>,
+    pub bot: Option<String>,
+    #[serde(default)]
+    pub flags: BTreeSet<String>,
+    /// Selectors in the policy's syntax without quotes: `Read`, `skill:review`, `source:mcp:*`.
+    #[serde(default)]
+    pub grants: Option<Vec<String>>,
+}
+
+impl Context {
+    pub fn mode(mode: impl Into<String>) -> Self {
+        Context {
+            mode: Some(mode.into()),
+            ..Context::default()
+        }
+    }
+
+    pub fn with_bot(mut self, bot: impl Into<String>) -> Self {
+        self.bot = Some(bot.into());
+        self
+    }
+
+    pub fn with_flag(mut self, flag: impl Into<String>) -> Self {
+        self.flags.insert(flag.into());
+        self
+    }
+
+    pub fn with_grants<S: Into<String>>(mut self, grants: impl IntoIterator<Item = S>) -> Self {
+        self.grants = Some(grants.into_iter().map(Into::into).collect());
+        self
+    }
+}
+
+/// Tools are deferred, declared or hidden; skills are listed or hidden.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ItemKind {
+    Tool,
+    Skill,
+}
+
+/// The facts about one item that a decision depends on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ItemRef<'a> {
+    pub kind: ItemKind,
+    pub name: &'a str,
+    pub source: Option<&'a str>,
+    /// The registry's `defer_loading` hint.
+    pub defer_hint: bool,
+    /// `false` for a skill whose entry says `"model_invocable": false`.
+    pub model_invocable: bool,
+}
+
+impl<'a> ItemRef<'a> {
+    /// A tool known only by name (no registry entry).
+    pub fn tool(name: &'a str) -> Self {
+        ItemRef {
+            kind: ItemKind::Tool,
+            name,
+            source: None,
+            defer_hint: false,
+            model_invocable: true,
+        }
+    }
+
+    /// A skill known only by name.
+    pub fn skill(name: &'a str) -> Self {
+        ItemRef {
+            kind: ItemKind::Skill,
+            ..ItemRef::tool(name)
+        }
+    }
+
+    pub fn from_tool(t: &'a Tool) -> Self {
+        ItemRef {
+            kind: ItemKind::Tool,
+            name: &t.name,
+            source: t.source.as_deref(),
+            defer_hint: t.defer_loading,
+            model_invocable: true,
+        }
+    }
+
+    pub fn from_skill(s: &'a Skill) -> Self {
+        ItemRef {
+            kind: ItemKind::Skill,
+            name: &s.name,
+            source: s.source.as_deref(),
+            defer_hint: false,
+            model_invocable: s.model_invocable,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Exposure {
+    Active,
+    Deferred,
+    Hidden,
+}
+
+impl fmt::Display for Exposure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Exposure::Active => "active",
+            Exposure::Deferred => "deferred",
+            Exposure::Hidden => "hidden",
+        })
+    }
+}
+
+/// Which line of the decision procedure (SPEC 2.3) decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CauseKind {
+    Guard,
+    Search,
+    ModelInvocable,
+    Hide,
+    Grant,
+    NoDefer,
+    Switch,
+    Defer,
+    Hint,
+    Default,
+}
+
+impl CauseKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CauseKind::Guard => "guard",
+            CauseKind::Search => "search",
+            CauseKind::ModelInvocable => "model_invocable",
+            CauseKind::Hide => "hide",
+            CauseKind::Grant => "grant",
+            CauseKind::NoDefer => "nodefer",
+            CauseKind::Switch => "switch",
+            CauseKind::Defer => "defer",
+            CauseKind::Hint => "hint",
+            CauseKind::Default => "default",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<CauseKind> {
+        [
+            CauseKind::Guard,
+            CauseKind::Search,
+            CauseKind::ModelInvocable,
+            CauseKind::Hide,
+            CauseKind::Grant,
+            CauseKind::NoDefer,
+            CauseKind::Switch,
+            CauseKind::Defer,
+            CauseKind::Hint,
+            CauseKind::Default,
+        ]
+        .into_iter()
+        .find(|c| c.as_str() == s)
+    }
+}
+
+impl fmt::Display for CauseKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What made a decision: a rule or setting statement of the policy (by its
+/// index in the policy's statement list), or the runtime's own grants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Origin {
+    /// Index into `Policy::rules`.
+    Rule(u32),
+    /// Index into `Policy::settings`.
+    Setting(u32),
+}
+
+/// The answer: exposure, the procedure line that decided, and the statement
+/// that made it so (none for defaults, hints and the runtime's grants).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Decision {
+    pub exposure: Exposure,
+    pub cause: CauseKind,
+    pub origin: Option<Origin>,
+}
+
+/// A context the policy cannot answer for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContextError {
+    pub message: String,
+    pub help: Option<String>,
+}
+
+impl fmt::Display for ContextError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)?;
+        if let Some(h) = &self.help {
+            write!(f, " ({h})")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ContextError {}
+
+/// The check every context goes through: a mode the policy does not declare is
+/// an error naming the closest declared modes (unless it declares none).
+pub fn check_mode(modes: &[String], mode: Option<&str>) -> Result<(), ContextError> {
+    let Some(mode) = mode else { return Ok(()) };
+    if modes.is_empty() || modes.iter().any(|m| m == mode) {
+        return Ok(());
+    }
+    let declared: Vec<String> = modes.iter().map(|m| format!("`{m}`")).collect();
+    let help = crate::diag::did_you_mean(mode, modes.iter().map(String::as_str))
+        .unwrap_or_else(|| format!("the policy declares {}", declared.join(", ")));
+    Err(ContextError {
+        message: format!("the policy declares no mode `{mode}`"),
+        help: Some(help),
+    })
+}
+
+/// Runtime grants split into selector kind and pattern text.
+pub(crate) fn split_selector(s: &str) -> (crate::ast::SelectorKind, &str) {
+    use crate::ast::SelectorKind;
+    if let Some(p) = s.strip_prefix("skill:") {
+        (SelectorKind::Skill, p)
+    } else if let Some(p) = s.strip_prefix("source:") {
+        (SelectorKind::Source, p)
+    } else {
+        (SelectorKind::Tool, s)
+    }
+}

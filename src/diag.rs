@@ -1,0 +1,306 @@
+//! Diagnostics as data: a stable code, a severity, a span, a message and help.
+//!
+//! Rendering lives in `render`; nothing here decides how a diagnostic looks.
+
+use std::fmt;
+
+use crate::ast::Span;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Severity {
+    Warning,
+    Error,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        }
+    }
+}
+
+/// Every diagnostic the project emits, with its stable code.
+///
+/// Codes never change meaning once published; `PL0xx` are errors that stop a
+/// policy from loading, `PL1xx` are lints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Code {
+    /// The text does not follow the grammar.
+    Syntax,
+    /// A block is not closed before the end of the file.
+    UnclosedBlock,
+    /// A `}` closes no block.
+    StrayClose,
+    /// A rule word other than `Defer`, `NoDefer`, `Hide`, `Grant`.
+    UnknownRule,
+    /// A setting key the language does not know.
+    UnknownSetting,
+    /// A setting value of the wrong type or out of range.
+    BadValue,
+    /// The same setting twice in one scope and condition.
+    DuplicateSetting,
+    /// A statement or block where it may not stand.
+    Misplaced,
+    /// A second block for the same mode or bot.
+    DuplicateBlock,
+    /// The file is not UTF-8.
+    NotUtf8,
+    /// A rule inside a rule: `Defer(NoDefer(x))`.
+    NestedRule,
+    /// A rule with nothing in it: `Defer()`.
+    EmptyRule,
+    /// An empty pattern: `Defer("")`.
+    EmptyPattern,
+    /// Deferred tools with no search tool to find them.
+    Undiscoverable,
+    /// Every item the rule matches is decided by a rule of higher precedence.
+    Shadowed,
+    /// The same rule again in the same scope and condition.
+    Redundant,
+    /// `Hide`, `Defer` or `Grant` naming a guard or search tool.
+    NoEffectOnGuard,
+    /// A selector that matches nothing in the registry or skill list.
+    MatchesNothing,
+    /// A `Grant` that grants nothing in the registry or skill list.
+    GrantsNothing,
+    /// `?`, `[`, `]`, `{` or `}` in a pattern, where they are literal.
+    LiteralGlobChar,
+    /// Deferred tools that do not fit in the catalog budget.
+    CatalogOverflow,
+    /// A mode whose first turn declares more tokens than `--max-tokens`.
+    TokenBudget,
+}
+
+impl Code {
+    pub const ALL: [Code; 22] = [
+        Code::Syntax,
+        Code::UnclosedBlock,
+        Code::StrayClose,
+        Code::UnknownRule,
+        Code::UnknownSetting,
+        Code::BadValue,
+        Code::DuplicateSetting,
+        Code::Misplaced,
+        Code::DuplicateBlock,
+        Code::NotUtf8,
+        Code::NestedRule,
+        Code::EmptyRule,
+        Code::EmptyPattern,
+        Code::Undiscoverable,
+        Code::Shadowed,
+        Code::Redundant,
+        Code::NoEffectOnGuard,
+        Code::MatchesNothing,
+        Code::GrantsNothing,
+        Code::LiteralGlobChar,
+        Code::CatalogOverflow,
+        Code::TokenBudget,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::Syntax => "PL001",
+            Code::UnclosedBlock => "PL002",
+            Code::StrayClose => "PL003",
+            Code::UnknownRule => "PL004",
+            Code::UnknownSetting => "PL005",
+            Code::BadValue => "PL006",
+            Code::DuplicateSetting => "PL007",
+            Code::Misplaced => "PL008",
+            Code::DuplicateBlock => "PL009",
+            Code::NotUtf8 => "PL010",
+            Code::NestedRule => "PL011",
+            Code::EmptyRule => "PL012",
+            Code::EmptyPattern => "PL013",
+            Code::Undiscoverable => "PL101",
+            Code::Shadowed => "PL102",
+            Code::Redundant => "PL103",
+            Code::NoEffectOnGuard => "PL104",
+            Code::MatchesNothing => "PL105",
+            Code::GrantsNothing => "PL106",
+            Code::LiteralGlobChar => "PL107",
+            Code::CatalogOverflow => "PL108",
+            Code::TokenBudget => "PL109",
+        }
+    }
+
+    pub fn severity(self) -> Severity {
+        if self.as_str().starts_with("PL0") {
+            Severity::Error
+        } else {
+            Severity::Warning
+        }
+    }
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One finding about a policy file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub code: Code,
+    pub severity: Severity,
+    /// Lowercase, no trailing period, the user's input in backticks.
+    pub message: String,
+    pub span: Span,
+    pub help: Option<String>,
+}
+
+impl Diagnostic {
+    pub fn new(code: Code, span: Span, message: impl Into<String>) -> Self {
+        Diagnostic {
+            code,
+            severity: code.severity(),
+            message: message.into(),
+            span,
+            help: None,
+        }
+    }
+
+    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+}
+
+/// A policy's source text with its name, for locating spans.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceFile {
+    pub name: String,
+    pub text: String,
+    line_starts: Vec<usize>,
+}
+
+impl SourceFile {
+    pub fn new(name: impl Into<String>, text: impl Into<String>) -> Self {
+        let text = text.into();
+        let line_starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        SourceFile {
+            name: name.into(),
+            text,
+            line_starts,
+        }
+    }
+
+    /// 1-based line and column (in characters) of a byte offset.
+    pub fn line_col(&self, offset: usize) -> (usize, usize) {
+        let offset = offset.min(self.text.len());
+        let line = match self.line_starts.binary_search(&offset) {
+            Ok(i) => i,
+            Err(i) => i - 1,
+        };
+        let start = self.line_starts[line];
+        let col = self
+            .text
+            .get(start..offset)
+            .map_or(offset - start, |s| s.chars().count());
+        (line + 1, col + 1)
+    }
+
+    /// The text of a 1-based line, without its line break.
+    pub fn line_text(&self, line: usize) -> &str {
+        let Some(&start) = self.line_starts.get(line.wrapping_sub(1)) else {
+            return "";
+        };
+        let end = self
+            .line_starts
+            .get(line)
+            .map_or(self.text.len(), |&e| e.saturating_sub(1));
+        self.text
+            .get(start..end)
+            .unwrap_or("")
+            .trim_end_matches('\r')
+    }
+
+    pub fn slice(&self, span: Span) -> &str {
+        self.text.get(span.start..span.end).unwrap_or("")
+    }
+}
+
+/// Levenshtein distance, for "did you mean" suggestions.
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, ca) in a.chars().enumerate() {
+        cur[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != cb);
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+/// The candidates closest to `input` (case-insensitively), best first, if any is close.
+pub fn closest<'a>(input: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    let lower = input.to_lowercase();
+    let limit = (input.chars().count() / 3).max(2);
+    let mut scored: Vec<(usize, &str)> = candidates
+        .into_iter()
+        .map(|c| (edit_distance(&lower, &c.to_lowercase()), c))
+        .filter(|&(d, _)| d <= limit)
+        .collect();
+    scored.sort_by_key(|&(d, c)| (d, c));
+    let best = scored.first().map(|&(d, _)| d);
+    scored
+        .into_iter()
+        .take_while(|&(d, _)| Some(d) == best)
+        .map(|(_, c)| c)
+        .collect()
+}
+
+/// "did you mean `a`" / "did you mean `a` or `b`", or `None` when nothing is close.
+pub fn did_you_mean<'a>(
+    input: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<String> {
+    let close = closest(input, candidates);
+    if close.is_empty() {
+        return None;
+    }
+    let list: Vec<String> = close.iter().take(3).map(|c| format!("`{c}`")).collect();
+    Some(format!("did you mean {}", list.join(" or ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_and_column_count_characters() {
+        let f = SourceFile::new("p", "ab\nçé x\n");
+        assert_eq!(f.line_col(0), (1, 1));
+        assert_eq!(f.line_col(3), (2, 1));
+        // `x` is after two 2-byte characters and a space.
+        assert_eq!(f.line_col(8), (2, 4));
+        assert_eq!(f.line_text(2), "çé x");
+        assert_eq!(f.line_text(9), "");
+    }
+
+    #[test]
+    fn suggestions_are_close_names_only() {
+        assert_eq!(
+            did_you_mean("defer_loadin", ["defer_loading", "activation"]).as_deref(),
+            Some("did you mean `defer_loading`")
+        );
+        assert_eq!(did_you_mean("zzzzzz", ["defer_loading"]), None);
+    }
+
+    #[test]
+    fn codes_are_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for c in Code::ALL {
+            assert!(seen.insert(c.as_str()), "{c} twice");
+        }
+    }
+}

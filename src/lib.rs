@@ -1,0 +1,25 @@
+//! A policy-driven tool-exposure engine for LLM agent runtimes.
+//!
+//! The pipeline, one module per step: policy text → [`syntax`](crate::parse)
+//! (the only module that touches pest) → spanned [`ast`] → checked [`policy`]
+//! → compiled [`table`] → [`decision`]s → per-turn plans (`runtime`).
+
+pub mod ast;
+pub mod decision;
+pub mod diag;
+pub mod pattern;
+pub mod policy;
+pub mod reference;
+pub mod registry;
+pub mod search;
+pub mod settings;
+mod syntax;
+pub mod table;
+
+pub use decision::{
+    CauseKind, Context, ContextError, Decision, Exposure, ItemKind, ItemRef, Origin,
+};
+pub use policy::{LoadErrors, Policy};
+pub use registry::{Registry, Skill, SkillList, Tool};
+pub use syntax::parse;
+pub use table::{Resolved, Table};

@@ -1,0 +1,666 @@
+//! The checked policy: the syntax tree lowered into rules and settings, each
+//! knowing its scope, its `when` condition and where it was written.
+//!
+//! Everything that makes a policy invalid is found here (and in `syntax`); the
+//! lints that only warn live in `lint`.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt;
+
+use crate::ast::{self, Ast, BlockHead, Item, Selector, SelectorKind, Span, StatementKind};
+use crate::diag::{Code, Diagnostic, SourceFile, did_you_mean};
+use crate::settings::{Key, SettingValue};
+
+/// Where a rule or setting applies.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Scope {
+    Top,
+    Mode(String),
+    /// `bot * { }`
+    AnyBot,
+    Bot(String),
+}
+
+impl Scope {
+    /// Higher is more specific: a named bot, then `bot *`, then a mode, then top level.
+    pub fn specificity(&self) -> u8 {
+        match self {
+            Scope::Top => 0,
+            Scope::Mode(_) => 1,
+            Scope::AnyBot => 2,
+            Scope::Bot(_) => 3,
+        }
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Scope::Top => f.write_str("top level"),
+            Scope::Mode(m) => write!(f, "mode {m}"),
+            Scope::AnyBot => f.write_str("bot *"),
+            Scope::Bot(b) => write!(f, "bot {b}"),
+        }
+    }
+}
+
+/// A `when FLAG { }` or `when !FLAG { }` condition.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Condition {
+    pub flag: String,
+    pub negated: bool,
+}
+
+impl Condition {
+    pub fn holds(&self, flags: &BTreeSet<String>) -> bool {
+        flags.contains(&self.flag) != self.negated
+    }
+}
+
+impl fmt::Display for Condition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "when {}{}",
+            if self.negated { "!" } else { "" },
+            self.flag
+        )
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RuleKind {
+    Guard,
+    Search,
+    Hide,
+    Grant,
+    NoDefer,
+    Defer,
+}
+
+impl RuleKind {
+    /// The canonical spelling, as the formatter writes it.
+    pub fn word(self) -> &'static str {
+        match self {
+            RuleKind::Guard => "guard",
+            RuleKind::Search => "search",
+            RuleKind::Hide => "Hide",
+            RuleKind::Grant => "Grant",
+            RuleKind::NoDefer => "NoDefer",
+            RuleKind::Defer => "Defer",
+        }
+    }
+
+    fn from_word(word: &str) -> Option<RuleKind> {
+        [
+            RuleKind::Defer,
+            RuleKind::NoDefer,
+            RuleKind::Hide,
+            RuleKind::Grant,
+        ]
+        .into_iter()
+        .find(|k| k.word().eq_ignore_ascii_case(word))
+    }
+}
+
+/// One rule statement: `guard`, `search`, `Defer`, `NoDefer`, `Hide` or `Grant`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rule {
+    pub kind: RuleKind,
+    pub selectors: Vec<Selector>,
+    pub scope: Scope,
+    pub when: Option<Condition>,
+    pub span: Span,
+}
+
+/// One `key = value` statement.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Setting {
+    pub key: Key,
+    pub value: SettingValue,
+    pub scope: Scope,
+    pub when: Option<Condition>,
+    pub span: Span,
+}
+
+/// A checked policy file. Rules and settings are in file order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Policy {
+    pub source: SourceFile,
+    pub rules: Vec<Rule>,
+    pub settings: Vec<Setting>,
+    /// Declared modes, in file order.
+    pub modes: Vec<String>,
+    /// Bots with a block of their own, in file order (`bot *` is not one of them).
+    pub bots: Vec<String>,
+    pub has_any_bot: bool,
+}
+
+/// A policy that failed to load: every error found, and the source to show them against.
+#[derive(Debug, Clone)]
+pub struct LoadErrors {
+    pub source: SourceFile,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl fmt::Display for LoadErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for d in &self.diagnostics {
+            let (line, col) = self.source.line_col(d.span.start);
+            writeln!(
+                f,
+                "{}:{line}:{col}: {}[{}]: {}",
+                self.source.name,
+                d.severity.as_str(),
+                d.code,
+                d.message
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for LoadErrors {}
+
+impl Policy {
+    /// Parses and checks a policy; every error in the file is reported at once.
+    pub fn parse(name: impl Into<String>, text: impl Into<String>) -> Result<Policy, LoadErrors> {
+        let source = SourceFile::new(name, text);
+        let (policy, diagnostics) = Self::parse_with_diagnostics(source);
+        if diagnostics
+            .iter()
+            .any(|d| d.severity == crate::diag::Severity::Error)
+        {
+            return Err(LoadErrors {
+                source: policy.source,
+                diagnostics,
+            });
+        }
+        Ok(policy)
+    }
+
+    /// Reads a policy from bytes, saying so when they are not UTF-8.
+    pub fn from_bytes(name: impl Into<String>, bytes: &[u8]) -> Result<Policy, LoadErrors> {
+        let name = name.into();
+        match std::str::from_utf8(bytes) {
+            Ok(text) => Self::parse(name, text),
+            Err(e) => {
+                let valid = &bytes[..e.valid_up_to()];
+                let text = String::from_utf8_lossy(bytes).into_owned();
+                let at = e.valid_up_to();
+                let _ = valid;
+                Err(LoadErrors {
+                    diagnostics: vec![
+                        Diagnostic::new(
+                            Code::NotUtf8,
+                            Span::new(at, at),
+                            format!("the file is not UTF-8 (invalid byte at offset {at})"),
+                        )
+                        .with_help("save the policy as UTF-8"),
+                    ],
+                    source: SourceFile::new(name, text),
+                })
+            }
+        }
+    }
+
+    /// The best-effort policy (everything that could be read) and all diagnostics.
+    pub fn parse_with_diagnostics(source: SourceFile) -> (Policy, Vec<Diagnostic>) {
+        let (ast, mut diags) = crate::syntax::parse(&source.text);
+        let mut lower = Lower {
+            source: &source,
+            rules: Vec::new(),
+            settings: Vec::new(),
+            modes: Vec::new(),
+            bots: Vec::new(),
+            any_bot: None,
+            seen_settings: HashMap::new(),
+            diags: &mut diags,
+        };
+        lower.items(&ast, &Scope::Top, None);
+        let has_any_bot = lower.any_bot.is_some();
+        let modes = lower.modes.into_iter().map(|(m, _)| m).collect();
+        let bots = lower.bots.into_iter().map(|(b, _)| b).collect();
+        let policy = Policy {
+            rules: lower.rules,
+            settings: lower.settings,
+            modes,
+            bots,
+            has_any_bot,
+            source: source.clone(),
+        };
+        diags.sort_by_key(|d| (d.span.start, d.code));
+        (policy, diags)
+    }
+
+    /// The statement's source text with runs of white space folded to one space.
+    pub fn text_of(&self, span: Span) -> String {
+        fold_whitespace(self.source.slice(span))
+    }
+}
+
+pub(crate) fn fold_whitespace(s: &str) -> String {
+    // Comments inside a multi-line rule are dropped from its one-line form.
+    let without_comments: Vec<&str> = s
+        .lines()
+        .map(|l| match l.find('#') {
+            Some(i) if !in_quotes(l, i) => &l[..i],
+            _ => l,
+        })
+        .collect();
+    let mut out = without_comments
+        .join(" ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    out = out.replace("( ", "(").replace(" )", ")").replace(" ,", ",");
+    out
+}
+
+fn in_quotes(line: &str, at: usize) -> bool {
+    let mut inside = false;
+    let mut escaped = false;
+    for c in line[..at].chars() {
+        match (escaped, c) {
+            (true, _) => escaped = false,
+            (false, '\\') if inside => escaped = true,
+            (false, '"') => inside = !inside,
+            _ => {}
+        }
+    }
+    inside
+}
+
+struct Lower<'a> {
+    source: &'a SourceFile,
+    rules: Vec<Rule>,
+    settings: Vec<Setting>,
+    modes: Vec<(String, Span)>,
+    bots: Vec<(String, Span)>,
+    any_bot: Option<Span>,
+    seen_settings: HashMap<(Scope, Option<Condition>, Key), Span>,
+    diags: &'a mut Vec<Diagnostic>,
+}
+
+impl Lower<'_> {
+    fn items(&mut self, ast: &Ast, scope: &Scope, when: Option<&Condition>) {
+        self.item_list(&ast.items, scope, when);
+    }
+
+    fn item_list(&mut self, items: &[Item], scope: &Scope, when: Option<&Condition>) {
+        for item in items {
+            match item {
+                Item::Statement(s) => self.statement(s, scope, when),
+                Item::Block(b) => self.block(b, scope, when),
+            }
+        }
+    }
+
+    fn location(&self, span: Span) -> String {
+        let (line, col) = self.source.line_col(span.start);
+        format!("line {line}, column {col}")
+    }
+
+    fn block(&mut self, b: &ast::Block, scope: &Scope, when: Option<&Condition>) {
+        match &b.head {
+            BlockHead::Mode(name) | BlockHead::Bot(Some(name))
+                if *scope != Scope::Top || when.is_some() =>
+            {
+                let what = if matches!(b.head, BlockHead::Mode(_)) {
+                    "mode"
+                } else {
+                    "bot"
+                };
+                self.diags.push(
+                    Diagnostic::new(
+                        Code::Misplaced,
+                        b.head_span,
+                        format!(
+                            "`{what} {name}` must stand at top level, not inside another block"
+                        ),
+                    )
+                    .with_help("move the block out to the top level of the file"),
+                );
+            }
+            BlockHead::Bot(None) if *scope != Scope::Top || when.is_some() => {
+                self.diags.push(
+                    Diagnostic::new(
+                        Code::Misplaced,
+                        b.head_span,
+                        "`bot *` must stand at top level, not inside another block",
+                    )
+                    .with_help("move the block out to the top level of the file"),
+                );
+            }
+            BlockHead::Mode(name) => {
+                if let Some((_, first)) = self.modes.iter().find(|(m, _)| m == name) {
+                    let at = self.location(*first);
+                    self.diags.push(
+                        Diagnostic::new(
+                            Code::DuplicateBlock,
+                            b.head_span,
+                            format!("mode `{name}` already has a block (at {at})"),
+                        )
+                        .with_help("merge the two blocks into one"),
+                    );
+                } else {
+                    self.modes.push((name.clone(), b.head_span));
+                    self.item_list(&b.items, &Scope::Mode(name.clone()), None);
+                }
+            }
+            BlockHead::Bot(Some(name)) => {
+                if let Some((_, first)) = self.bots.iter().find(|(m, _)| m == name) {
+                    let at = self.location(*first);
+                    self.diags.push(
+                        Diagnostic::new(
+                            Code::DuplicateBlock,
+                            b.head_span,
+                            format!("bot `{name}` already has a block (at {at})"),
+                        )
+                        .with_help("merge the two blocks into one"),
+                    );
+                } else {
+                    self.bots.push((name.clone(), b.head_span));
+                    self.item_list(&b.items, &Scope::Bot(name.clone()), None);
+                }
+            }
+            BlockHead::Bot(None) => {
+                if let Some(first) = self.any_bot {
+                    let at = self.location(first);
+                    self.diags.push(
+                        Diagnostic::new(
+                            Code::DuplicateBlock,
+                            b.head_span,
+                            format!("`bot *` already has a block (at {at})"),
+                        )
+                        .with_help("merge the two blocks into one"),
+                    );
+                } else {
+                    self.any_bot = Some(b.head_span);
+                    self.item_list(&b.items, &Scope::AnyBot, None);
+                }
+            }
+            BlockHead::When { flag, negated } => {
+                if when.is_some() {
+                    self.diags.push(
+                        Diagnostic::new(
+                            Code::Misplaced,
+                            b.head_span,
+                            "`when` blocks cannot be nested",
+                        )
+                        .with_help("a `when` block may stand at top level or directly in a mode or bot block"),
+                    );
+                    return;
+                }
+                let cond = Condition {
+                    flag: flag.clone(),
+                    negated: *negated,
+                };
+                self.item_list(&b.items, scope, Some(&cond));
+            }
+        }
+    }
+
+    fn statement(&mut self, s: &ast::Statement, scope: &Scope, when: Option<&Condition>) {
+        match &s.kind {
+            StatementKind::Guard(sels) | StatementKind::Search(sels) => {
+                let kind = if matches!(s.kind, StatementKind::Guard(_)) {
+                    RuleKind::Guard
+                } else {
+                    RuleKind::Search
+                };
+                if *scope != Scope::Top || when.is_some() {
+                    self.diags.push(
+                        Diagnostic::new(
+                            Code::Misplaced,
+                            s.span,
+                            format!("`{}` must stand at top level", kind.word()),
+                        )
+                        .with_help(format!(
+                            "`{}` applies in every mode and for every bot; move it out of the block",
+                            kind.word()
+                        )),
+                    );
+                    return;
+                }
+                for sel in sels {
+                    if sel.kind == SelectorKind::Skill {
+                        self.diags.push(
+                            Diagnostic::new(
+                                Code::Misplaced,
+                                sel.span,
+                                format!("`{}` selects tools only, not skills", kind.word()),
+                            )
+                            .with_help(
+                                "skills are never deferred; use `NoDefer` or `Grant` for them",
+                            ),
+                        );
+                    }
+                }
+                self.check_patterns(sels);
+                self.rules.push(Rule {
+                    kind,
+                    selectors: sels.clone(),
+                    scope: scope.clone(),
+                    when: None,
+                    span: s.span,
+                });
+            }
+            StatementKind::Rule {
+                word,
+                word_span,
+                selectors,
+            } => {
+                let Some(kind) = RuleKind::from_word(word) else {
+                    let lower = word.to_ascii_lowercase();
+                    let help = if lower == "guard" || lower == "search" {
+                        format!("`{lower}` is a statement, not a rule: write `{lower} name`")
+                    } else {
+                        did_you_mean(word, ["Defer", "NoDefer", "Hide", "Grant"]).unwrap_or_else(
+                            || "the rules are `Defer`, `NoDefer`, `Hide` and `Grant`".to_string(),
+                        )
+                    };
+                    self.diags.push(
+                        Diagnostic::new(
+                            Code::UnknownRule,
+                            *word_span,
+                            format!("unknown rule `{word}`"),
+                        )
+                        .with_help(help),
+                    );
+                    return;
+                };
+                self.check_patterns(selectors);
+                self.rules.push(Rule {
+                    kind,
+                    selectors: selectors.clone(),
+                    scope: scope.clone(),
+                    when: when.cloned(),
+                    span: s.span,
+                });
+            }
+            StatementKind::Setting {
+                key,
+                key_span,
+                value,
+                value_span,
+            } => {
+                let Some(k) = Key::parse(key) else {
+                    let help =
+                        did_you_mean(key, Key::ALL.iter().map(|k| k.name())).unwrap_or_else(|| {
+                            let all: Vec<String> =
+                                Key::ALL.iter().map(|k| format!("`{}`", k.name())).collect();
+                            format!("the settings are {}", all.join(", "))
+                        });
+                    self.diags.push(
+                        Diagnostic::new(
+                            Code::UnknownSetting,
+                            *key_span,
+                            format!("unknown setting `{key}`"),
+                        )
+                        .with_help(help),
+                    );
+                    return;
+                };
+                let v = match k.check(value) {
+                    Ok(v) => v,
+                    Err((message, help)) => {
+                        self.diags.push(
+                            Diagnostic::new(Code::BadValue, *value_span, message).with_help(help),
+                        );
+                        return;
+                    }
+                };
+                let slot = (scope.clone(), when.cloned(), k);
+                if let Some(first) = self.seen_settings.get(&slot) {
+                    let at = self.location(*first);
+                    let place = match (scope, when) {
+                        (Scope::Top, None) => "at top level".to_string(),
+                        (Scope::Top, Some(c)) => format!("under `{c}`"),
+                        (s, None) => format!("in {s}"),
+                        (s, Some(c)) => format!("in {s} under `{c}`"),
+                    };
+                    self.diags.push(
+                        Diagnostic::new(
+                            Code::DuplicateSetting,
+                            s.span,
+                            format!("`{}` is already set {place} (at {at})", k.name()),
+                        )
+                        .with_help("keep one of the two"),
+                    );
+                    return;
+                }
+                self.seen_settings.insert(slot, s.span);
+                self.settings.push(Setting {
+                    key: k,
+                    value: v,
+                    scope: scope.clone(),
+                    when: when.cloned(),
+                    span: s.span,
+                });
+            }
+        }
+    }
+
+    fn check_patterns(&mut self, sels: &[Selector]) {
+        for sel in sels {
+            if sel.pattern.is_empty() {
+                self.diags.push(
+                    Diagnostic::new(
+                        Code::EmptyPattern,
+                        sel.span,
+                        "an empty pattern matches nothing",
+                    )
+                    .with_help("write a name, or `*` to match everything"),
+                );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn errors(src: &str) -> Vec<(Code, String)> {
+        match Policy::parse("t.policy", src) {
+            Ok(_) => Vec::new(),
+            Err(e) => e
+                .diagnostics
+                .into_iter()
+                .map(|d| (d.code, d.message))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn lowers_scopes_and_conditions() {
+        let p = Policy::parse(
+            "t",
+            "Defer(*)\nmode a { when x { NoDefer(b) } }\nbot * { Hide(c) }\nbot r { Grant(d) }\n",
+        )
+        .unwrap();
+        let got: Vec<_> = p
+            .rules
+            .iter()
+            .map(|r| (r.kind, r.scope.clone(), r.when.clone()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (RuleKind::Defer, Scope::Top, None),
+                (
+                    RuleKind::NoDefer,
+                    Scope::Mode("a".into()),
+                    Some(Condition {
+                        flag: "x".into(),
+                        negated: false
+                    })
+                ),
+                (RuleKind::Hide, Scope::AnyBot, None),
+                (RuleKind::Grant, Scope::Bot("r".into()), None),
+            ]
+        );
+        assert_eq!(p.modes, ["a"]);
+        assert_eq!(p.bots, ["r"]);
+        assert!(p.has_any_bot);
+    }
+
+    #[test]
+    fn semantic_errors() {
+        let e = errors("defer_loadin = true\n");
+        assert_eq!(e[0].0, Code::UnknownSetting);
+        let e = errors("max_activations = 65\n");
+        assert_eq!(e[0].0, Code::BadValue);
+        let e = errors("activation = sticky\n");
+        assert_eq!(e[0].0, Code::BadValue);
+        let e = errors("mode a { guard x }\n");
+        assert_eq!(e[0].0, Code::Misplaced);
+        let e = errors("mode a { }\nmode a { }\n");
+        assert_eq!(e[0].0, Code::DuplicateBlock);
+        let e = errors("Defr(x)\n");
+        assert_eq!(e[0].0, Code::UnknownRule);
+        let e = errors("when a { when b { } }\n");
+        assert_eq!(e[0].0, Code::Misplaced);
+        let e = errors("mode a { mode b { } }\n");
+        assert_eq!(e[0].0, Code::Misplaced);
+        let e = errors("Defer(\"\")\n");
+        assert_eq!(e[0].0, Code::EmptyPattern);
+    }
+
+    #[test]
+    fn duplicate_settings_only_in_same_scope_and_condition() {
+        assert!(errors("on_miss = \"error\"\nmode a { on_miss = \"error\" }\nwhen f { on_miss = \"activate\" }\n").is_empty());
+        let e = errors("when f { on_miss = \"error\" }\nwhen f { on_miss = \"activate\" }\n");
+        assert_eq!(e.len(), 1);
+        assert_eq!(e[0].0, Code::DuplicateSetting);
+        assert!(e[0].1.contains("line 1"), "{}", e[0].1);
+    }
+
+    #[test]
+    fn every_error_is_reported() {
+        let e = errors("Defr(x)\nfoo = 1\nDefer()\nmax_activations = 0\n");
+        let codes: Vec<Code> = e.iter().map(|(c, _)| *c).collect();
+        assert_eq!(
+            codes,
+            [
+                Code::UnknownRule,
+                Code::UnknownSetting,
+                Code::EmptyRule,
+                Code::BadValue
+            ]
+        );
+    }
+
+    #[test]
+    fn not_utf8_says_so() {
+        let e = Policy::from_bytes("x", b"Defer(a)\n\xff\n").unwrap_err();
+        assert_eq!(e.diagnostics[0].code, Code::NotUtf8);
+    }
+
+    #[test]
+    fn statement_text_is_folded() {
+        let p = Policy::parse("t", "NoDefer(a,   # the first\n   b\n)\n").unwrap();
+        assert_eq!(p.text_of(p.rules[0].span), "NoDefer(a, b)");
+    }
+}

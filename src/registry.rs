@@ -1,0 +1,428 @@
+//! Tool registries and skill lists: the items a policy decides about.
+//!
+//! A registry is read from JSON in every shape runtimes declare tools in
+//! (generic / pi, Anthropic, OpenAI, MCP), optionally under a `"tools"` key, and
+//! keeps the order it was given. Every bad entry is reported by its path
+//! (`tools[3].name`), never by a panic.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use serde_json::{Map, Value};
+
+/// One tool definition, normalised from whatever shape it arrived in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tool {
+    pub name: String,
+    pub description: String,
+    /// The JSON Schema of the tool's input, kept verbatim.
+    pub parameters: Value,
+    /// Origin tag such as `builtin` or `mcp:github`.
+    pub source: Option<String>,
+    /// The registry's own hint that the tool should be deferred (SPEC 2.3 line 7).
+    pub defer_loading: bool,
+}
+
+impl Tool {
+    /// The compact definition a provider request carries, `{name, description, parameters}`.
+    pub fn declaration(&self) -> Value {
+        let mut map = Map::new();
+        map.insert("name".into(), Value::String(self.name.clone()));
+        map.insert(
+            "description".into(),
+            Value::String(self.description.clone()),
+        );
+        map.insert("parameters".into(), self.parameters.clone());
+        Value::Object(map)
+    }
+
+    /// Parameter names from the schema's top-level `properties`, with whether each is required.
+    pub fn parameter_names(&self) -> Vec<(&str, bool)> {
+        let Some(props) = self.parameters.get("properties").and_then(Value::as_object) else {
+            return Vec::new();
+        };
+        let required: Vec<&str> = self
+            .parameters
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        props
+            .keys()
+            .map(|k| (k.as_str(), required.contains(&k.as_str())))
+            .collect()
+    }
+}
+
+/// One skill, listed in `<available_skills>` and loaded through the skill tool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Skill {
+    pub name: String,
+    /// An internal key the skill tool accepts when no listed name matches.
+    pub key: Option<String>,
+    pub description: String,
+    pub source: Option<String>,
+    /// `false` keeps the skill hidden from the model whatever the policy says.
+    pub model_invocable: bool,
+}
+
+/// A bad registry or skill list: where in the document, and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadError {
+    /// A path into the document such as `tools[3].name`; empty for the whole document.
+    pub path: String,
+    pub message: String,
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            write!(f, "{}", self.message)
+        } else {
+            write!(f, "`{}`: {}", self.path, self.message)
+        }
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+fn err(path: impl Into<String>, message: impl Into<String>) -> LoadError {
+    LoadError {
+        path: path.into(),
+        message: message.into(),
+    }
+}
+
+/// An ordered set of named items with a by-name index.
+#[derive(Debug, Clone)]
+struct Indexed<T> {
+    items: Vec<T>,
+    by_name: HashMap<String, usize>,
+}
+
+impl<T> Default for Indexed<T> {
+    fn default() -> Self {
+        Indexed {
+            items: Vec::new(),
+            by_name: HashMap::new(),
+        }
+    }
+}
+
+impl<T> Indexed<T> {
+    fn build(items: Vec<T>, name: impl Fn(&T) -> &str, what: &str) -> Result<Self, LoadError> {
+        let mut by_name = HashMap::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            if let Some(first) = by_name.insert(name(item).to_string(), i) {
+                return Err(err(
+                    format!("{what}[{i}].name"),
+                    format!("duplicate name `{}` (first at {what}[{first}])", name(item)),
+                ));
+            }
+        }
+        Ok(Indexed { items, by_name })
+    }
+}
+
+/// The complete tool registry of a runtime, in declaration order.
+#[derive(Debug, Clone, Default)]
+pub struct Registry {
+    tools: Indexed<Tool>,
+}
+
+impl Registry {
+    /// Builds a registry from tools already in memory; names must be unique.
+    pub fn new(tools: Vec<Tool>) -> Result<Self, LoadError> {
+        Ok(Registry {
+            tools: Indexed::build(tools, |t| &t.name, "tools")?,
+        })
+    }
+
+    /// Reads a registry document: an array of tools, or an object with a `tools` array.
+    pub fn from_json(text: &str) -> Result<Self, LoadError> {
+        let doc: Value =
+            serde_json::from_str(text).map_err(|e| err("", format!("not valid JSON: {e}")))?;
+        let entries = match &doc {
+            Value::Array(a) => a,
+            Value::Object(o) => match o.get("tools") {
+                Some(Value::Array(a)) => a,
+                Some(_) => return Err(err("tools", "expected an array of tool definitions")),
+                None => {
+                    return Err(err(
+                        "",
+                        "expected an array of tool definitions or an object with a `tools` array",
+                    ));
+                }
+            },
+            _ => {
+                return Err(err(
+                    "",
+                    "expected an array of tool definitions or an object with a `tools` array",
+                ));
+            }
+        };
+        let tools = entries
+            .iter()
+            .enumerate()
+            .map(|(i, v)| parse_tool(i, v))
+            .collect::<Result<Vec<_>, _>>()?;
+        Self::new(tools)
+    }
+
+    pub fn tools(&self) -> &[Tool] {
+        &self.tools.items
+    }
+
+    pub fn len(&self) -> usize {
+        self.tools.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tools.items.is_empty()
+    }
+
+    /// The tool's position in registry order.
+    pub fn index_of(&self, name: &str) -> Option<usize> {
+        self.tools.by_name.get(name).copied()
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Tool> {
+        self.index_of(name).map(|i| &self.tools.items[i])
+    }
+}
+
+/// The skills a runtime offers, in listing order.
+#[derive(Debug, Clone, Default)]
+pub struct SkillList {
+    skills: Indexed<Skill>,
+}
+
+impl SkillList {
+    pub fn new(skills: Vec<Skill>) -> Result<Self, LoadError> {
+        Ok(SkillList {
+            skills: Indexed::build(skills, |s| &s.name, "skills")?,
+        })
+    }
+
+    /// Reads a JSON array of `{name, key?, description, source?, model_invocable?}`,
+    /// optionally under a `skills` key.
+    pub fn from_json(text: &str) -> Result<Self, LoadError> {
+        let doc: Value =
+            serde_json::from_str(text).map_err(|e| err("", format!("not valid JSON: {e}")))?;
+        let entries = match &doc {
+            Value::Array(a) => a,
+            Value::Object(o) => match o.get("skills") {
+                Some(Value::Array(a)) => a,
+                _ => return Err(err("", "expected an array of skills")),
+            },
+            _ => return Err(err("", "expected an array of skills")),
+        };
+        let mut skills = Vec::with_capacity(entries.len());
+        for (i, v) in entries.iter().enumerate() {
+            let at = format!("skills[{i}]");
+            let Value::Object(o) = v else {
+                return Err(err(at, "expected an object"));
+            };
+            skills.push(Skill {
+                name: required_str(o, &at, "name")?,
+                key: optional_str(o, &at, "key")?,
+                description: optional_str(o, &at, "description")?.unwrap_or_default(),
+                source: optional_str(o, &at, "source")?,
+                model_invocable: optional_bool(o, &at, "model_invocable")?.unwrap_or(true),
+            });
+        }
+        Self::new(skills)
+    }
+
+    pub fn skills(&self) -> &[Skill] {
+        &self.skills.items
+    }
+
+    pub fn len(&self) -> usize {
+        self.skills.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.skills.items.is_empty()
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Skill> {
+        self.skills
+            .by_name
+            .get(name)
+            .map(|&i| &self.skills.items[i])
+    }
+
+    /// The skill whose internal key is `key`, in listing order.
+    pub fn by_key(&self, key: &str) -> Option<&Skill> {
+        self.skills
+            .items
+            .iter()
+            .find(|s| s.key.as_deref() == Some(key))
+    }
+}
+
+fn required_str(o: &Map<String, Value>, at: &str, field: &str) -> Result<String, LoadError> {
+    match o.get(field) {
+        Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
+        Some(Value::String(_)) => Err(err(format!("{at}.{field}"), "must not be empty")),
+        Some(other) => Err(err(
+            format!("{at}.{field}"),
+            format!("expected a string, found {}", kind(other)),
+        )),
+        None => Err(err(at, format!("missing `{field}`"))),
+    }
+}
+
+fn optional_str(
+    o: &Map<String, Value>,
+    at: &str,
+    field: &str,
+) -> Result<Option<String>, LoadError> {
+    match o.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(err(
+            format!("{at}.{field}"),
+            format!("expected a string, found {}", kind(other)),
+        )),
+    }
+}
+
+fn optional_bool(o: &Map<String, Value>, at: &str, field: &str) -> Result<Option<bool>, LoadError> {
+    match o.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(other) => Err(err(
+            format!("{at}.{field}"),
+            format!("expected `true` or `false`, found {}", kind(other)),
+        )),
+    }
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Normalises one entry of any supported shape into a [`Tool`].
+fn parse_tool(i: usize, v: &Value) -> Result<Tool, LoadError> {
+    let at = format!("tools[{i}]");
+    let Value::Object(outer) = v else {
+        return Err(err(
+            at,
+            format!("expected a tool object, found {}", kind(v)),
+        ));
+    };
+    // OpenAI Chat Completions nests the definition under `function`; the
+    // Responses API and everyone else keep it flat.
+    let (o, at) = match outer.get("function") {
+        Some(Value::Object(inner)) if outer.get("name").is_none() => {
+            (inner, format!("{at}.function"))
+        }
+        Some(other) if outer.get("name").is_none() => {
+            return Err(err(
+                format!("{at}.function"),
+                format!("expected an object, found {}", kind(other)),
+            ));
+        }
+        _ => (outer, at),
+    };
+    let name = required_str(o, &at, "name")?;
+    let description = optional_str(o, &at, "description")?.unwrap_or_default();
+    let mut parameters = None;
+    for key in ["parameters", "input_schema", "inputSchema"] {
+        match o.get(key) {
+            None | Some(Value::Null) => {}
+            Some(schema @ Value::Object(_)) => {
+                parameters = Some(schema.clone());
+                break;
+            }
+            Some(other) => {
+                return Err(err(
+                    format!("{at}.{key}"),
+                    format!("expected a JSON Schema object, found {}", kind(other)),
+                ));
+            }
+        }
+    }
+    let parameters =
+        parameters.unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}}));
+    // `source` and `defer_loading` may sit on the wrapper or the function object.
+    let source = match optional_str(o, &at, "source")? {
+        Some(s) => Some(s),
+        None => optional_str(outer, &format!("tools[{i}]"), "source")?,
+    };
+    let defer_loading = match optional_bool(o, &at, "defer_loading")? {
+        Some(b) => b,
+        None => optional_bool(outer, &format!("tools[{i}]"), "defer_loading")?.unwrap_or(false),
+    };
+    Ok(Tool {
+        name,
+        description,
+        parameters,
+        source,
+        defer_loading,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_every_shape_in_order() {
+        let reg = Registry::from_json(
+            r#"{"tools": [
+                {"name": "a", "description": "generic", "parameters": {"type": "object"}},
+                {"name": "b", "description": "anthropic", "input_schema": {"type": "object"}},
+                {"type": "function", "function": {"name": "c", "description": "openai", "parameters": {}}},
+                {"name": "d", "inputSchema": {"type": "object"}, "source": "mcp:x", "defer_loading": true}
+            ]}"#,
+        )
+        .unwrap();
+        let names: Vec<_> = reg.tools().iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["a", "b", "c", "d"]);
+        assert_eq!(reg.get("b").unwrap().description, "anthropic");
+        assert_eq!(reg.get("d").unwrap().source.as_deref(), Some("mcp:x"));
+        assert!(reg.get("d").unwrap().defer_loading);
+        assert!(!reg.get("a").unwrap().defer_loading);
+        assert_eq!(reg.index_of("c"), Some(2));
+    }
+
+    #[test]
+    fn bad_entries_are_named() {
+        let e = Registry::from_json(r#"[{"name": "a"}, {"name": "b"}, {"name": 3}]"#).unwrap_err();
+        assert_eq!(e.path, "tools[2].name");
+        let e = Registry::from_json(r#"[{"name": "a"}, {"description": "x"}]"#).unwrap_err();
+        assert_eq!(e.path, "tools[1]");
+        assert!(e.message.contains("missing `name`"));
+        let e = Registry::from_json(r#"[{"name": "a"}, {"name": "a"}]"#).unwrap_err();
+        assert_eq!(e.path, "tools[1].name");
+        assert!(e.message.contains("duplicate"));
+        let e = Registry::from_json("[1,").unwrap_err();
+        assert!(e.message.contains("not valid JSON"));
+        let e = Registry::from_json(r#"[{"name": "a", "parameters": 3}]"#).unwrap_err();
+        assert_eq!(e.path, "tools[0].parameters");
+    }
+
+    #[test]
+    fn skills_default_to_invocable() {
+        let s = SkillList::from_json(
+            r#"[{"name": "review", "key": "code-review", "description": "d"},
+                {"name": "secret", "model_invocable": false}]"#,
+        )
+        .unwrap();
+        assert!(s.get("review").unwrap().model_invocable);
+        assert!(!s.get("secret").unwrap().model_invocable);
+        assert_eq!(s.by_key("code-review").unwrap().name, "review");
+        let e = SkillList::from_json(r#"[{"name": "x", "model_invocable": "no"}]"#).unwrap_err();
+        assert_eq!(e.path, "skills[0].model_invocable");
+    }
+}
