@@ -7,10 +7,13 @@
 pub mod ast;
 pub mod decision;
 pub mod diag;
+pub mod explain;
+pub mod lint;
 pub mod pattern;
 pub mod policy;
 pub mod reference;
 pub mod registry;
+pub mod render;
 pub mod search;
 pub mod settings;
 mod syntax;

@@ -1,0 +1,115 @@
+//! What every subcommand shares: output formats, errors and exit codes, and
+//! reading policies, registries and skill lists from disk.
+
+use std::fmt;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use clap::ValueEnum;
+use toolpolicy::diag::SourceFile;
+use toolpolicy::{Policy, Registry, SkillList};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum Format {
+    /// For people: rustc-like, coloured on a terminal unless NO_COLOR is set
+    #[default]
+    Human,
+    /// One line per finding, no colour: for screen readers and editors
+    Plain,
+    /// The JSON contract of the specification
+    Json,
+}
+
+/// Why a command could not do its job.
+#[derive(Debug)]
+pub enum CliError {
+    /// Bad arguments or input that is not a policy problem: exit 2.
+    Usage(String),
+    /// A file could not be read: exit 2.
+    Io(PathBuf, std::io::Error),
+    /// The policy (or another input) has errors, already printed: exit 1.
+    Reported,
+}
+
+impl CliError {
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Reported => 1,
+            CliError::Usage(_) | CliError::Io(..) => 2,
+        }
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CliError::Usage(m) => write!(f, "error: {m}"),
+            CliError::Io(p, e) => write!(f, "error: cannot read `{}`: {e}", p.display()),
+            CliError::Reported => Ok(()),
+        }
+    }
+}
+
+pub fn read(path: &Path) -> Result<Vec<u8>, CliError> {
+    std::fs::read(path).map_err(|e| CliError::Io(path.to_path_buf(), e))
+}
+
+/// Whether to colour output written to stdout.
+pub fn color() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
+}
+
+/// Renders diagnostics of one file in the chosen format (JSON is handled by callers).
+pub fn render(format: Format, file: &SourceFile, diags: &[toolpolicy::diag::Diagnostic]) -> String {
+    match format {
+        Format::Plain | Format::Json => toolpolicy::render::plain(file, diags),
+        Format::Human => toolpolicy::render::human(file, diags, color()),
+    }
+}
+
+/// Loads a policy; its errors are printed (to stderr) and the command fails with 1.
+pub fn load_policy(path: &Path, format: Format) -> Result<Policy, CliError> {
+    let bytes = read(path)?;
+    Policy::from_bytes(path.display().to_string(), &bytes).map_err(|e| {
+        if format == Format::Json {
+            let diags: Vec<_> = e
+                .diagnostics
+                .iter()
+                .map(|d| toolpolicy::render::to_json(&e.source, d))
+                .collect();
+            let errors = diags.iter().filter(|d| d.severity == "error").count();
+            let doc = serde_json::json!({"diagnostics": diags, "errors": errors, "warnings": diags.len() - errors});
+            println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+        } else {
+            eprint!("{}", render(format, &e.source, &e.diagnostics));
+        }
+        CliError::Reported
+    })
+}
+
+pub fn load_registry(path: Option<&Path>) -> Result<Option<Registry>, CliError> {
+    let Some(path) = path else { return Ok(None) };
+    let bytes = read(path)?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| CliError::Usage(format!("`{}` is not UTF-8", path.display())))?;
+    Registry::from_json(&text)
+        .map(Some)
+        .map_err(|e| CliError::Usage(format!("bad registry `{}`: {e}", path.display())))
+}
+
+pub fn load_skills(path: Option<&Path>) -> Result<Option<SkillList>, CliError> {
+    let Some(path) = path else { return Ok(None) };
+    let bytes = read(path)?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| CliError::Usage(format!("`{}` is not UTF-8", path.display())))?;
+    SkillList::from_json(&text)
+        .map(Some)
+        .map_err(|e| CliError::Usage(format!("bad skill list `{}`: {e}", path.display())))
+}
+
+/// Prints a value as pretty JSON.
+pub fn print_json<T: serde::Serialize>(value: &T) -> Result<(), CliError> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| CliError::Usage(e.to_string()))?;
+    println!("{text}");
+    Ok(())
+}

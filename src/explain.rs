@@ -1,0 +1,396 @@
+//! Why an item is active, deferred or hidden: the deciding rule, every other
+//! rule that matched and why it lost, the settings in effect and where each
+//! came from, and what would change the decision.
+
+use serde::Serialize;
+
+use crate::ast::{Selector, SelectorKind};
+use crate::decision::{
+    CauseKind, Context, ContextError, Decision, Exposure, ItemKind, ItemRef, Origin,
+};
+use crate::policy::{Policy, Rule, RuleKind, Scope};
+use crate::reference::{applies, glob};
+use crate::settings::Key;
+use crate::table::Table;
+
+/// A statement of the policy, located.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct RuleRef {
+    pub text: String,
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+}
+
+/// How a matching rule took part in the decision.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// It made the decision.
+    Decides,
+    /// It applies and matched but something of higher precedence decided.
+    Lost,
+    /// It applies and let the item through a grant filter.
+    Granted,
+    /// Its scope or `when` condition does not hold in this context.
+    Inactive,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Candidate {
+    #[serde(flatten)]
+    pub rule: RuleRef,
+    pub kind: &'static str,
+    pub scope: String,
+    /// The selector that matched, as written.
+    pub selector: String,
+    pub status: Status,
+    pub why: String,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct SettingInEffect {
+    pub key: &'static str,
+    pub value: String,
+    /// `None`: the default.
+    pub from: Option<RuleRef>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Cause {
+    pub kind: CauseKind,
+    pub rule: Option<RuleRef>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Explanation {
+    pub item: String,
+    pub context: Context,
+    pub exposure: Exposure,
+    pub cause: Cause,
+    pub candidates: Vec<Candidate>,
+    pub settings: Vec<SettingInEffect>,
+    /// What would change the decision, in words.
+    pub change: Vec<String>,
+}
+
+pub fn rule_ref(policy: &Policy, span: crate::ast::Span) -> RuleRef {
+    let (line, column) = policy.source.line_col(span.start);
+    RuleRef {
+        text: policy.text_of(span),
+        file: policy.source.name.clone(),
+        line,
+        column,
+    }
+}
+
+fn origin_ref(policy: &Policy, origin: Option<Origin>) -> Option<RuleRef> {
+    match origin? {
+        Origin::Rule(i) => policy
+            .rules
+            .get(i as usize)
+            .map(|r| rule_ref(policy, r.span)),
+        Origin::Setting(i) => policy
+            .settings
+            .get(i as usize)
+            .map(|s| rule_ref(policy, s.span)),
+    }
+}
+
+fn selector_text(s: &Selector) -> String {
+    let pat = if s.quoted {
+        format!(
+            "\"{}\"",
+            s.pattern.replace('\\', "\\\\").replace('"', "\\\"")
+        )
+    } else {
+        s.pattern.clone()
+    };
+    match s.kind {
+        SelectorKind::Tool => pat,
+        SelectorKind::Skill => format!("skill:{pat}"),
+        SelectorKind::Source => format!("source:{pat}"),
+    }
+}
+
+fn matching_selector<'a>(rule: &'a Rule, item: &ItemRef<'_>) -> Option<&'a Selector> {
+    rule.selectors.iter().find(|s| match s.kind {
+        SelectorKind::Tool => item.kind == ItemKind::Tool && glob(&s.pattern, item.name),
+        SelectorKind::Skill => item.kind == ItemKind::Skill && glob(&s.pattern, item.name),
+        SelectorKind::Source => item.source.is_some_and(|src| glob(&s.pattern, src)),
+    })
+}
+
+/// The precedence line of a rule kind in SPEC 2.3 (lower decides first).
+fn line_of(kind: RuleKind) -> u8 {
+    match kind {
+        RuleKind::Guard => 1,
+        RuleKind::Search => 2,
+        RuleKind::Hide | RuleKind::Grant => 3,
+        RuleKind::NoDefer => 4,
+        RuleKind::Defer => 6,
+    }
+}
+
+fn why_inactive(rule: &Rule, ctx: &Context) -> String {
+    let scope_ok = applies(&rule.scope, None, ctx);
+    if !scope_ok {
+        return match &rule.scope {
+            Scope::Mode(m) => match &ctx.mode {
+                Some(cur) => format!("it is in mode `{m}`, and the mode is `{cur}`"),
+                None => format!("it is in mode `{m}`, and no mode is given"),
+            },
+            Scope::AnyBot => "it is in `bot *`, and no bot is given".to_string(),
+            Scope::Bot(b) => match &ctx.bot {
+                Some(cur) => format!("it is in bot `{b}`, and the bot is `{cur}`"),
+                None => format!("it is in bot `{b}`, and no bot is given"),
+            },
+            Scope::Top => String::new(),
+        };
+    }
+    match &rule.when {
+        Some(c) if c.negated => format!("it is under `{c}`, and `{}` is set", c.flag),
+        Some(c) => format!("it is under `{c}`, and `{}` is not set", c.flag),
+        None => String::new(),
+    }
+}
+
+/// Explains one item in one context.
+pub fn explain(
+    policy: &Policy,
+    table: &Table,
+    ctx: &Context,
+    item: &ItemRef<'_>,
+) -> Result<Explanation, ContextError> {
+    let resolved = table.resolve(ctx)?;
+    let decision = table.decide(&resolved, item);
+    let deciding = match decision.origin {
+        Some(Origin::Rule(i)) => Some(i as usize),
+        _ => None,
+    };
+    let deciding_rule = deciding.and_then(|i| policy.rules.get(i));
+    let mut candidates = Vec::new();
+    for (i, rule) in policy.rules.iter().enumerate() {
+        if matches!(rule.kind, RuleKind::Guard | RuleKind::Search) && item.kind == ItemKind::Skill {
+            continue;
+        }
+        let Some(sel) = matching_selector(rule, item) else {
+            continue;
+        };
+        let r = rule_ref(policy, rule.span);
+        let (status, why) = if Some(i) == deciding {
+            (
+                Status::Decides,
+                format!("decides: {}", cause_words(decision.cause)),
+            )
+        } else if !applies(&rule.scope, rule.when.as_ref(), ctx) {
+            (
+                Status::Inactive,
+                format!("does not apply: {}", why_inactive(rule, ctx)),
+            )
+        } else if rule.kind == RuleKind::Grant && decision.cause != CauseKind::Grant {
+            (
+                Status::Granted,
+                format!("lets it through the grants of {}", rule.scope),
+            )
+        } else if rule.kind == RuleKind::Grant {
+            (
+                Status::Granted,
+                format!("grants it in {}, but another filter does not", rule.scope),
+            )
+        } else {
+            let why = match deciding_rule {
+                Some(d) if d.kind != rule.kind || line_of(d.kind) != line_of(rule.kind) => format!(
+                    "`{}` at line {} beats this `{}`",
+                    policy.text_of(d.span),
+                    policy.source.line_col(d.span.start).0,
+                    r.text
+                ),
+                Some(d) if d.scope.specificity() > rule.scope.specificity() => format!(
+                    "`{}` at line {} in {} is more specific",
+                    policy.text_of(d.span),
+                    policy.source.line_col(d.span.start).0,
+                    d.scope
+                ),
+                Some(d) => format!(
+                    "`{}` at line {} comes first in the same scope",
+                    policy.text_of(d.span),
+                    policy.source.line_col(d.span.start).0
+                ),
+                None => match decision.cause {
+                    CauseKind::Switch => {
+                        "`defer_loading` is false, so nothing is deferred".to_string()
+                    }
+                    CauseKind::Grant => {
+                        "the item is not granted, and grants come first".to_string()
+                    }
+                    CauseKind::ModelInvocable => "the skill is not model-invocable".to_string(),
+                    other => format!("{} decides first", cause_words(other)),
+                },
+            };
+            (Status::Lost, why)
+        };
+        candidates.push(Candidate {
+            rule: r,
+            kind: rule.kind.word(),
+            scope: rule.scope.to_string()
+                + &rule
+                    .when
+                    .as_ref()
+                    .map(|c| format!(", {c}"))
+                    .unwrap_or_default(),
+            selector: selector_text(sel),
+            status,
+            why,
+        });
+    }
+    let settings = Key::ALL
+        .iter()
+        .map(|&k| SettingInEffect {
+            key: k.name(),
+            value: resolved.settings().value_of(k).to_source(),
+            from: resolved
+                .setting_origin(k)
+                .and_then(|i| policy.settings.get(i as usize))
+                .map(|s| rule_ref(policy, s.span)),
+        })
+        .collect();
+    let change = what_would_change(policy, item, &decision, &candidates);
+    Ok(Explanation {
+        item: match item.kind {
+            ItemKind::Tool => item.name.to_string(),
+            ItemKind::Skill => format!("skill:{}", item.name),
+        },
+        context: ctx.clone(),
+        exposure: decision.exposure,
+        cause: Cause {
+            kind: decision.cause,
+            rule: origin_ref(policy, decision.origin),
+        },
+        candidates,
+        settings,
+        change,
+    })
+}
+
+fn cause_words(c: CauseKind) -> &'static str {
+    match c {
+        CauseKind::Guard => "a guard is always declared",
+        CauseKind::Search => "a search tool is declared while anything is deferred",
+        CauseKind::ModelInvocable => "the skill is marked not model-invocable",
+        CauseKind::Hide => "Hide beats every other rule",
+        CauseKind::Grant => "a block with grants does not grant it",
+        CauseKind::NoDefer => "NoDefer beats Defer",
+        CauseKind::Switch => "`defer_loading` is false",
+        CauseKind::Defer => "Defer holds it back",
+        CauseKind::Hint => "the registry entry says `defer_loading: true`",
+        CauseKind::Default => "no rule matched",
+    }
+}
+
+fn what_would_change(
+    policy: &Policy,
+    item: &ItemRef<'_>,
+    d: &Decision,
+    cands: &[Candidate],
+) -> Vec<String> {
+    let name = match item.kind {
+        ItemKind::Tool => item.name.to_string(),
+        ItemKind::Skill => format!("skill:{}", item.name),
+    };
+    let decider = origin_ref(policy, d.origin);
+    let at = |r: &RuleRef| format!("`{}` at line {}", r.text, r.line);
+    let lost_defer = cands
+        .iter()
+        .any(|c| c.kind == "Defer" && c.status == Status::Lost);
+    let mut out = Vec::new();
+    match (d.cause, &decider) {
+        (CauseKind::Guard, Some(r)) | (CauseKind::Search, Some(r)) => out.push(format!(
+            "remove `{name}` from {} to let rules decide it",
+            at(r)
+        )),
+        (CauseKind::Hide, Some(r)) => {
+            out.push(format!("remove `{name}` from {} to expose it", at(r)))
+        }
+        (CauseKind::Grant, Some(r)) => out.push(format!("add `{name}` to {} to expose it", at(r))),
+        (CauseKind::Grant, None) => {
+            out.push("the runtime's grants leave it out; grant it in the context".to_string())
+        }
+        (CauseKind::NoDefer, Some(r)) if lost_defer => {
+            out.push(format!("remove `{name}` from {} to defer it", at(r)))
+        }
+        (CauseKind::NoDefer, Some(r)) => out.push(format!(
+            "remove `{name}` from {} and add `Defer({name})` to defer it",
+            at(r)
+        )),
+        (CauseKind::Switch, Some(r)) => {
+            out.push(format!("remove {} to let `Defer` rules apply", at(r)))
+        }
+        (CauseKind::Defer, Some(_)) | (CauseKind::Hint, _) => {
+            out.push(format!(
+                "add `NoDefer({name})` to declare it from the start"
+            ));
+            out.push(format!("add `Hide({name})` to hide it"));
+        }
+        (CauseKind::Default, _) if item.kind == ItemKind::Tool => {
+            out.push(format!(
+                "add `Defer({name})` (with a `search` tool) to defer it"
+            ));
+            out.push(format!("add `Hide({name})` to hide it"));
+        }
+        (CauseKind::Default, _) => out.push(format!("add `Hide({name})` to hide it")),
+        (CauseKind::ModelInvocable, _) => out.push(
+            "the skill list marks it `model_invocable: false`; no rule can list it".to_string(),
+        ),
+        _ => {}
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shows_the_loser_and_why() {
+        let p = Policy::parse(
+            "t.policy",
+            "mode agent {\n  Defer(*)\n  NoDefer(Bash)\n}\nmode chat {\n  Hide(Bash)\n}\n",
+        )
+        .unwrap();
+        let t = Table::compile(&p);
+        let e = explain(&p, &t, &Context::mode("agent"), &ItemRef::tool("Bash")).unwrap();
+        assert_eq!(e.exposure, Exposure::Active);
+        assert_eq!(e.cause.kind, CauseKind::NoDefer);
+        assert_eq!(
+            e.cause.rule.as_ref().map(|r| (r.line, r.column)),
+            Some((3, 3))
+        );
+        let statuses: Vec<_> = e
+            .candidates
+            .iter()
+            .map(|c| (c.rule.line, c.status))
+            .collect();
+        assert_eq!(
+            statuses,
+            [
+                (2, Status::Lost),
+                (3, Status::Decides),
+                (6, Status::Inactive)
+            ]
+        );
+        assert_eq!(
+            e.candidates[0].why,
+            "`NoDefer(Bash)` at line 3 beats this `Defer(*)`"
+        );
+        assert!(
+            e.candidates[2].why.contains("mode `chat`"),
+            "{}",
+            e.candidates[2].why
+        );
+        assert_eq!(
+            e.change,
+            ["remove `Bash` from `NoDefer(Bash)` at line 3 to defer it"]
+        );
+    }
+}
