@@ -96,14 +96,17 @@ fn general_match(pieces: &[String], anchored_start: bool, anchored_end: bool, na
     !anchored_end || rest.is_empty()
 }
 
+/// Patterns of one length, keyed by their literal part.
+type ByLength<T> = Vec<(usize, HashMap<Box<str>, Vec<T>>)>;
+
 /// Many patterns, each tagged with a value, compiled for "which match this name".
 #[derive(Debug, Clone)]
 pub struct PatternSet<T> {
     exact: HashMap<Box<str>, Vec<T>>,
     any: Vec<T>,
     /// Prefix patterns grouped by length, so one hash lookup per distinct length.
-    prefix: Vec<(usize, HashMap<Box<str>, Vec<T>>)>,
-    suffix: Vec<(usize, HashMap<Box<str>, Vec<T>>)>,
+    prefix: ByLength<T>,
+    suffix: ByLength<T>,
     general: Vec<(Pattern, T)>,
     len: usize,
 }
@@ -121,7 +124,7 @@ impl<T> Default for PatternSet<T> {
     }
 }
 
-fn insert_by_len<T>(groups: &mut Vec<(usize, HashMap<Box<str>, Vec<T>>)>, key: &str, value: T) {
+fn insert_by_len<T>(groups: &mut ByLength<T>, key: &str, value: T) {
     let n = key.len();
     let group = match groups.iter().position(|(l, _)| *l == n) {
         Some(i) => &mut groups[i].1,

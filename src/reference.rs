@@ -103,10 +103,13 @@ pub fn settings(policy: &Policy, ctx: &Context) -> (Settings, Vec<(Key, Option<u
 /// The grant filters the item fails, most specific block first; `None` origin is
 /// the runtime's own grants.
 fn failed_grant(policy: &Policy, ctx: &Context, item: &ItemRef<'_>) -> Option<Option<u32>> {
-    let restricts = |sel: &Selector| match (sel.kind, item.kind) {
-        (SelectorKind::Source, _) => true,
-        (SelectorKind::Tool, ItemKind::Tool) | (SelectorKind::Skill, ItemKind::Skill) => true,
-        _ => false,
+    let restricts = |sel: &Selector| {
+        matches!(
+            (sel.kind, item.kind),
+            (SelectorKind::Source, _)
+                | (SelectorKind::Tool, ItemKind::Tool)
+                | (SelectorKind::Skill, ItemKind::Skill)
+        )
     };
     let mut blocks: Vec<Scope> = Vec::new();
     if let Some(b) = &ctx.bot {

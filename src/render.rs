@@ -142,7 +142,7 @@ mod tests {
         let f = SourceFile::new("a.policy", "guard x\n  Defr(y)\n");
         let d = Diagnostic::new(Code::UnknownRule, Span::new(10, 14), "unknown rule `Defr`")
             .with_help("did you mean `Defer`");
-        let s = human(&f, &[d.clone()], false);
+        let s = human(&f, std::slice::from_ref(&d), false);
         assert_eq!(
             s,
             "error[PL004]: unknown rule `Defr`\n --> a.policy:2:3\n  |\n2 |   Defr(y)\n  |   ^^^^\n  = help: did you mean `Defer`\n\n"

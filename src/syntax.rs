@@ -275,7 +275,23 @@ fn from_pest_error(e: &pest::error::Error<Rule>, base: usize, text: &str) -> Dia
     // The statement this error sits in, for the special cases below.
     let line_start = text[..pos].rfind('\n').map_or(0, |i| i + 1);
     let before = text[line_start..pos].trim_end();
-    let in_rule_args = open_paren_before(text, pos);
+    let open_paren = open_paren_before(text, pos);
+    let in_rule_args = open_paren.is_some();
+    if let Some(open) = open_paren
+        && text[open..pos].contains('\n')
+        && here.is_some_and(|c| c != ',' && c != ')')
+    {
+        // Newlines may stand inside `( )`, so a missing `)` shows up lines later.
+        let (line, _) = crate::diag::SourceFile::new("", text).line_col(pos);
+        return Diagnostic::new(
+            Code::Syntax,
+            Span::new(open, open + 1),
+            "this `(` is never closed",
+        )
+        .with_help(format!(
+            "close the rule with `)`; the parser was still inside it at {found} on line {line}"
+        ));
+    }
 
     if here == Some('(') && in_rule_args {
         return Diagnostic::new(
@@ -324,13 +340,13 @@ fn from_pest_error(e: &pest::error::Error<Rule>, base: usize, text: &str) -> Dia
     d
 }
 
-/// Whether `pos` lies inside an unclosed `(` (on this or an earlier line).
-fn open_paren_before(text: &str, pos: usize) -> bool {
-    let mut depth = 0i32;
+/// The innermost `(` still open at `pos` (on this or an earlier line), if any.
+fn open_paren_before(text: &str, pos: usize) -> Option<usize> {
+    let mut open: Vec<usize> = Vec::new();
     let mut in_quote = false;
     let mut escaped = false;
     let mut in_comment = false;
-    for c in text[..pos].chars() {
+    for (i, c) in text[..pos].char_indices() {
         if in_comment {
             in_comment = c != '\n';
             continue;
@@ -347,13 +363,15 @@ fn open_paren_before(text: &str, pos: usize) -> bool {
         match c {
             '"' => in_quote = true,
             '#' => in_comment = true,
-            '(' => depth += 1,
-            ')' => depth = (depth - 1).max(0),
-            '{' | '}' => depth = 0,
+            '(' => open.push(i),
+            ')' => {
+                open.pop();
+            }
+            '{' | '}' => open.clear(),
             _ => {}
         }
     }
-    depth > 0
+    open.pop()
 }
 
 /// The parser's expectations in a user's words, never a grammar rule's name.

@@ -1,0 +1,6 @@
+//! One integration test binary: every module below is a group of tests.
+
+mod fixtures;
+mod policies;
+mod robustness;
+mod search_recall;
