@@ -2,5 +2,6 @@
 
 mod fixtures;
 mod policies;
+mod props_table;
 mod robustness;
 mod search_recall;
