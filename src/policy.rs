@@ -553,6 +553,18 @@ impl Lower<'_> {
                     )
                     .with_help("write a name, or `*` to match everything"),
                 );
+            } else if sel.kind == SelectorKind::Tool
+                && !sel.quoted
+                && (sel.pattern == "skill:" || sel.pattern == "source:")
+            {
+                self.diags.push(
+                    Diagnostic::new(
+                        Code::EmptyPattern,
+                        sel.span,
+                        format!("`{}` needs a pattern after it", sel.pattern),
+                    )
+                    .with_help(format!("write `{0}name`, or `{0}*` for all", sel.pattern)),
+                );
             }
         }
     }
@@ -626,6 +638,9 @@ mod tests {
         assert_eq!(e[0].0, Code::Misplaced);
         let e = errors("Defer(\"\")\n");
         assert_eq!(e[0].0, Code::EmptyPattern);
+        let e = errors("Defer(skill:)\n");
+        assert_eq!(e[0].0, Code::EmptyPattern);
+        assert!(errors("Defer(\"skill:\")\n").is_empty());
     }
 
     #[test]
