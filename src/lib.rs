@@ -14,6 +14,7 @@ pub mod policy;
 pub mod reference;
 pub mod registry;
 pub mod render;
+pub mod runtime;
 pub mod search;
 pub mod settings;
 mod syntax;
@@ -24,5 +25,6 @@ pub use decision::{
 };
 pub use policy::{LoadErrors, Policy};
 pub use registry::{Registry, Skill, SkillList, Tool};
+pub use runtime::{Engine, Plan, Session, SessionState};
 pub use syntax::parse;
 pub use table::{Resolved, Table};

@@ -7,6 +7,11 @@
 mod check;
 mod common;
 mod explain;
+mod measure;
+mod plan;
+mod replay;
+mod runtime_args;
+mod search;
 
 use std::process::ExitCode;
 
@@ -31,6 +36,14 @@ enum Command {
     Check(check::Args),
     /// Why an item is active, deferred or hidden
     Explain(explain::Args),
+    /// The first turn's plan: declared, deferred and hidden tools, catalog, skills, tokens
+    Plan(plan::Args),
+    /// What a search would activate
+    Search(search::Args),
+    /// Replay a chat scenario (JSON) step by step
+    Replay(replay::Args),
+    /// Per mode: tools and tokens when everything is declared, against the policy's plan
+    Measure(measure::Args),
 }
 
 fn main() -> ExitCode {
@@ -38,6 +51,10 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check(a) => check::run(a),
         Command::Explain(a) => explain::run(a),
+        Command::Plan(a) => plan::run(a),
+        Command::Search(a) => search::run(a),
+        Command::Replay(a) => replay::run(a),
+        Command::Measure(a) => measure::run(a),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,88 @@
+//! What the runtime commands (`plan`, `search`, `replay`, `measure`) share:
+//! loading an engine from files and building a context from flags.
+
+use std::path::Path;
+
+use toolpolicy::runtime::Engine;
+use toolpolicy::{Context, SkillList};
+
+use crate::common::{self, CliError, Format};
+
+/// The context flags of `plan` and `search`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ContextArgs {
+    /// The mode (required when the policy declares modes)
+    #[arg(long)]
+    pub mode: Option<String>,
+    /// The Bot the chat runs as
+    #[arg(long)]
+    pub bot: Option<String>,
+    /// A runtime flag that is set (repeatable)
+    #[arg(long = "flag")]
+    pub flags: Vec<String>,
+    /// A runtime grant, in selector syntax (`Read`, `skill:review`, `source:mcp:*`);
+    /// repeatable. With any, the chat sees only what they grant
+    #[arg(long = "grant")]
+    pub grants: Vec<String>,
+}
+
+impl ContextArgs {
+    pub fn context(&self) -> Context {
+        Context {
+            mode: self.mode.clone(),
+            bot: self.bot.clone(),
+            flags: self.flags.iter().cloned().collect(),
+            grants: (!self.grants.is_empty()).then(|| self.grants.clone()),
+        }
+    }
+}
+
+/// Loads policy, registry and skills into an engine; policy errors are printed.
+pub fn load_engine(
+    policy: &Path,
+    registry: &Path,
+    skills: Option<&Path>,
+    format: Format,
+) -> Result<Engine, CliError> {
+    let policy = common::load_policy(policy, format)?;
+    let registry = common::load_registry(Some(registry))?.unwrap_or_default();
+    let skills = common::load_skills(skills)?.unwrap_or_else(SkillList::default);
+    Ok(Engine::new(policy, registry, skills))
+}
+
+/// A plan or search needs a mode when the policy declares some: say which.
+pub fn require_mode(engine: &Engine, ctx: &Context) -> Result<(), CliError> {
+    let snap = engine.snapshot();
+    let modes = snap.table().modes();
+    if ctx.mode.is_none() && !modes.is_empty() {
+        let list: Vec<String> = modes.iter().map(|m| format!("`{m}`")).collect();
+        return Err(CliError::Usage(format!(
+            "`--mode` is required: the policy declares {}",
+            list.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// `1234567` as `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Names joined for a human line, or `(none)`.
+pub fn names<'a>(list: impl IntoIterator<Item = &'a str>) -> String {
+    let v: Vec<&str> = list.into_iter().collect();
+    if v.is_empty() {
+        "(none)".to_string()
+    } else {
+        v.join(", ")
+    }
+}

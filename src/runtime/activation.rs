@@ -1,0 +1,156 @@
+//! What a search, a load or a direct call returns: the lists a host acts on
+//! and the text it gives back to the model as the tool's result.
+//!
+//! The text only ever names tools the model may see: hidden and unknown names
+//! are reported as "not available" with the same words, so probing a name
+//! reveals nothing. Registry names are sanitized like catalog lines.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::catalog::{cut, sanitize};
+use super::evidence::ResultStatus;
+
+/// At most this many other matches are reported by a search.
+pub const MAX_MATCHES: usize = 10;
+
+/// The result of a search or a load (SPEC 3.3 and the `search` JSON of SPEC 4).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct ActivationResult {
+    /// Tools activated by this call, declared from the next step
+    /// (PI-Desktop's `addedToolNames`), in activation order.
+    pub activated: Vec<String>,
+    /// Named tools that were declared already.
+    pub already_active: Vec<String>,
+    /// Named tools that are hidden in this context or do not exist.
+    pub unavailable: Vec<String>,
+    /// Other matches of the query, by rank, not activated.
+    pub matches: Vec<String>,
+    /// Named deferred tools left out because the call's limit was reached.
+    pub over_limit: Vec<String>,
+    /// How many tools remain deferred after the call.
+    pub remaining_deferred: usize,
+    /// The status of the call's result; anything but `ok` activated nothing.
+    pub status: ResultStatus,
+    /// The tool result to give the model.
+    pub text: String,
+}
+
+/// Which tool the text speaks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verb {
+    Search,
+    Load,
+}
+
+fn list(names: &[String]) -> String {
+    let quoted: Vec<String> = names
+        .iter()
+        .map(|n| format!("`{}`", cut(&sanitize(n), 100)))
+        .collect();
+    quoted.join(", ")
+}
+
+fn tools(n: usize) -> &'static str {
+    if n == 1 { "tool" } else { "tools" }
+}
+
+impl ActivationResult {
+    /// Writes [`ActivationResult::text`] from the lists.
+    pub(crate) fn write_text(&mut self, verb: Verb, query: &str, limit: u32) {
+        let mut t = String::new();
+        let what = match verb {
+            Verb::Search => "search",
+            Verb::Load => "load",
+        };
+        if !self.status.is_ok() {
+            let _ = write!(
+                t,
+                "The {what} did not complete ({}); no tool was loaded.",
+                self.status.as_str()
+            );
+            self.text = t;
+            return;
+        }
+        if !self.activated.is_empty() {
+            let _ = writeln!(
+                t,
+                "Loaded {} {}, callable from your next step: {}.",
+                self.activated.len(),
+                tools(self.activated.len()),
+                list(&self.activated)
+            );
+        }
+        if !self.already_active.is_empty() {
+            let _ = writeln!(t, "Already available: {}.", list(&self.already_active));
+        }
+        if !self.unavailable.is_empty() {
+            let _ = writeln!(
+                t,
+                "Not available in this chat: {}.",
+                list(&self.unavailable)
+            );
+        }
+        if !self.over_limit.is_empty() {
+            let _ = writeln!(
+                t,
+                "Not loaded, over the limit of {limit} per {what}: {}; load them in another call.",
+                list(&self.over_limit)
+            );
+        }
+        if !self.matches.is_empty() {
+            let _ = writeln!(
+                t,
+                "Also matching, not loaded: {}; search again or load them by name.",
+                list(&self.matches)
+            );
+        }
+        let nothing = self.activated.is_empty()
+            && self.already_active.is_empty()
+            && self.unavailable.is_empty()
+            && self.over_limit.is_empty();
+        if nothing && verb == Verb::Search {
+            let q = cut(&sanitize(query), 100);
+            if q.is_empty() {
+                t.push_str("No tool was named and the query is empty.\n");
+            } else {
+                let _ = writeln!(t, "No on-demand tool matches `{q}`.");
+            }
+        }
+        let n = self.remaining_deferred;
+        let _ = write!(t, "{n} {} remain on demand.", tools(n));
+        self.text = t;
+    }
+}
+
+/// What a direct call of a tool gets (SPEC 3.3 `call`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "outcome")]
+pub enum CallOutcome {
+    /// The tool is declared: run it, then report its result's status.
+    Allowed,
+    /// The call fails as not found. With `declared_next_step`, the tool was
+    /// deferred and `on_miss = "activate"` declares it from the next step, so
+    /// a retry works.
+    NotFound { declared_next_step: bool },
+}
+
+impl CallOutcome {
+    /// The text of a not-found result (none for an allowed call: the tool
+    /// gives its own).
+    pub fn not_found_text(self, tool: &str) -> Option<String> {
+        let name = cut(&sanitize(tool), 100);
+        match self {
+            CallOutcome::Allowed => None,
+            CallOutcome::NotFound {
+                declared_next_step: true,
+            } => Some(format!(
+                "Tool `{name}` not found. It has been loaded now: call it again in your next step."
+            )),
+            CallOutcome::NotFound {
+                declared_next_step: false,
+            } => Some(format!("Tool `{name}` not found.")),
+        }
+    }
+}

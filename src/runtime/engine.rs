@@ -1,0 +1,328 @@
+//! The engine every session of a runtime shares: the compiled policy, the tool
+//! registry, the skill list and everything derived from them, held as one
+//! immutable [`Snapshot`] that hot reload replaces as a whole.
+//!
+//! A session asks the engine for the current snapshot at the start of every
+//! call, so a reload takes effect at the next call of every session, and a call
+//! in progress finishes on the snapshot it started with. A reload that fails
+//! leaves the last good snapshot in place and returns why.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use crate::decision::{Context, ContextError, ItemRef};
+use crate::policy::{LoadErrors, Policy};
+use crate::registry::{LoadError, Registry, SkillList};
+use crate::search::SearchIndex;
+use crate::table::Table;
+
+use super::catalog::{self, Counted};
+use super::plan::BasePlan;
+use super::session::{Session, SessionState};
+
+/// Contexts whose base plan is kept; past this the cache starts over, so that
+/// runtime grants that differ per user cannot grow it without bound.
+const BASE_CACHE_LIMIT: usize = 1024;
+
+/// What is derived from a registry alone, shared by snapshots until the
+/// registry itself is replaced.
+#[derive(Debug)]
+pub(crate) struct ToolData {
+    pub registry: Arc<Registry>,
+    pub index: SearchIndex,
+    /// Per tool: meter tokens of its compact definition.
+    pub tokens: Box<[u32]>,
+    /// Per tool: its name as the catalog shows it (sanitized).
+    pub names: Box<[Counted]>,
+    /// Per tool: the sanitized first sentence of its description.
+    pub summaries: Box<[Counted]>,
+    /// Per tool: `(a, b?)`.
+    pub signatures: Box<[Counted]>,
+}
+
+impl ToolData {
+    fn new(registry: Registry) -> ToolData {
+        let tools = registry.tools();
+        ToolData {
+            index: SearchIndex::new(&registry),
+            tokens: tools
+                .iter()
+                .map(|t| tokens_of_len(declaration_len(t)))
+                .collect(),
+            names: tools
+                .iter()
+                .map(|t| Counted::new(catalog::sanitize(&t.name)))
+                .collect(),
+            summaries: tools
+                .iter()
+                .map(|t| Counted::new(catalog::summary(&t.description)))
+                .collect(),
+            signatures: tools
+                .iter()
+                .map(|t| Counted::new(catalog::signature(&t.parameter_names())))
+                .collect(),
+            registry: Arc::new(registry),
+        }
+    }
+}
+
+/// A compiled policy with the source it came from, for explanations.
+#[derive(Debug)]
+pub(crate) struct PolicyData {
+    pub policy: Policy,
+    pub table: Table,
+}
+
+/// Meter tokens: a quarter token per character, rounded up.
+pub(crate) fn tokens_of_len(chars: usize) -> u32 {
+    u32::try_from(chars.div_ceil(4)).unwrap_or(u32::MAX)
+}
+
+/// The length the meter counts, in UTF-16 code units: what JavaScript's
+/// `string.length` gives, so figures agree with runtimes that measure in
+/// JavaScript (Aiden's meter, the fixture READMEs). It differs from a count of
+/// Unicode scalar values only for characters outside the Basic Multilingual
+/// Plane (emoji), which count two.
+pub fn meter_len(text: &str) -> usize {
+    // Every character but continuation bytes counts one; four-byte ones
+    // (outside the BMP) count two. A byte loop the compiler vectorizes.
+    text.bytes()
+        .map(|b| usize::from(b & 0xC0 != 0x80) + usize::from(b >= 0xF0))
+        .sum()
+}
+
+/// The meter length of a tool's compact definition `{name, description,
+/// parameters}`, as [`Tool::declaration`](crate::Tool::declaration) would
+/// serialize it, counted as it is written instead of built and copied.
+pub(crate) fn declaration_len(tool: &crate::Tool) -> usize {
+    #[derive(serde::Serialize)]
+    struct Declaration<'a> {
+        description: &'a str,
+        name: &'a str,
+        parameters: &'a serde_json::Value,
+    }
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf
+                .iter()
+                .map(|&b| usize::from(b & 0xC0 != 0x80) + usize::from(b >= 0xF0))
+                .sum::<usize>();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let decl = Declaration {
+        description: &tool.description,
+        name: &tool.name,
+        parameters: &tool.parameters,
+    };
+    match serde_json::to_writer(&mut count, &decl) {
+        Ok(()) => count.0,
+        Err(_) => 0,
+    }
+}
+
+/// Everything the engine knows at one moment. Immutable; a reload builds a new one.
+#[derive(Debug)]
+pub struct Snapshot {
+    pub(crate) policy: Arc<PolicyData>,
+    pub(crate) tools: Arc<ToolData>,
+    pub(crate) skills: Arc<SkillList>,
+    /// Per tool: the policy rules whose selectors match it.
+    pub(crate) matches: Box<[Box<[u32]>]>,
+    /// Per skill: likewise.
+    pub(crate) skill_matches: Box<[Box<[u32]>]>,
+    /// Base plans per context, computed on first use.
+    bases: RwLock<HashMap<Context, Arc<BasePlan>>>,
+}
+
+impl Snapshot {
+    fn new(policy: Arc<PolicyData>, tools: Arc<ToolData>, skills: Arc<SkillList>) -> Snapshot {
+        let matches = policy
+            .table
+            .registry_matches(&tools.registry)
+            .into_boxed_slice();
+        let skill_matches = skills
+            .skills()
+            .iter()
+            .map(|s| {
+                policy
+                    .table
+                    .matching_rules(&ItemRef::from_skill(s))
+                    .into_boxed_slice()
+            })
+            .collect();
+        Snapshot {
+            policy,
+            tools,
+            skills,
+            matches,
+            skill_matches,
+            bases: RwLock::new(HashMap::new()),
+        }
+    }
+
+    pub fn policy(&self) -> &Policy {
+        &self.policy.policy
+    }
+
+    pub fn table(&self) -> &Table {
+        &self.policy.table
+    }
+
+    pub fn registry(&self) -> &Registry {
+        &self.tools.registry
+    }
+
+    pub(crate) fn registry_arc(&self) -> &Arc<Registry> {
+        &self.tools.registry
+    }
+
+    pub fn skills(&self) -> &SkillList {
+        &self.skills
+    }
+
+    pub fn search_index(&self) -> &SearchIndex {
+        &self.tools.index
+    }
+
+    /// The part of a plan that depends on the context only, computed once per
+    /// context and snapshot.
+    pub(crate) fn base(&self, ctx: &Context) -> Result<Arc<BasePlan>, ContextError> {
+        {
+            let cache = self.bases.read().unwrap_or_else(PoisonError::into_inner);
+            if let Some(b) = cache.get(ctx) {
+                return Ok(Arc::clone(b));
+            }
+        }
+        let base = Arc::new(BasePlan::compute(self, ctx)?);
+        let mut cache = self.bases.write().unwrap_or_else(PoisonError::into_inner);
+        if cache.len() >= BASE_CACHE_LIMIT {
+            cache.clear();
+        }
+        Ok(Arc::clone(cache.entry(ctx.clone()).or_insert(base)))
+    }
+}
+
+/// The shared engine. `Send + Sync`: put it in an `Arc` and hand it to every session.
+#[derive(Debug)]
+pub struct Engine {
+    current: RwLock<Arc<Snapshot>>,
+    /// Serializes reloads, so two at once cannot undo each other.
+    reload: Mutex<()>,
+}
+
+impl Engine {
+    /// An engine over a checked policy, a registry and a skill list (may be empty).
+    pub fn new(policy: Policy, registry: Registry, skills: SkillList) -> Engine {
+        let table = Table::compile(&policy);
+        let snapshot = Snapshot::new(
+            Arc::new(PolicyData { policy, table }),
+            Arc::new(ToolData::new(registry)),
+            Arc::new(skills),
+        );
+        Engine {
+            current: RwLock::new(Arc::new(snapshot)),
+            reload: Mutex::new(()),
+        }
+    }
+
+    /// The snapshot in force now. Holding it keeps it alive across a reload.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        Arc::clone(&self.current.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// A new session in `ctx`, with nothing activated; fails on a mode the
+    /// policy does not declare.
+    pub fn session(&self, ctx: Context) -> Result<Session, ContextError> {
+        let snap = self.snapshot();
+        snap.base(&ctx)?;
+        Ok(Session::new(ctx, Arc::clone(snap.registry_arc())))
+    }
+
+    /// Resumes a persisted session: its activations are rebuilt from the
+    /// evidence it kept, exactly as after a restart (SPEC 3.3). Names the
+    /// registry no longer has are dropped, so a changed registry can never
+    /// make a resumed session activate a different tool.
+    pub fn resume(&self, state: SessionState) -> Result<Session, ContextError> {
+        let snap = self.snapshot();
+        let mut session = Session::from_state(state, &snap);
+        session.restart(self)?;
+        Ok(session)
+    }
+
+    fn swap(&self, build: impl FnOnce(&Snapshot) -> Snapshot) {
+        let _guard = self.reload.lock().unwrap_or_else(PoisonError::into_inner);
+        let old = self.snapshot();
+        let new = Arc::new(build(&old));
+        *self.current.write().unwrap_or_else(PoisonError::into_inner) = new;
+    }
+
+    /// Replaces the policy; sessions pick it up at their next call.
+    pub fn set_policy(&self, policy: Policy) {
+        let table = Table::compile(&policy);
+        let data = Arc::new(PolicyData { policy, table });
+        self.swap(|old| Snapshot::new(data, Arc::clone(&old.tools), Arc::clone(&old.skills)));
+    }
+
+    /// Replaces the registry. Sessions keep their activations by name; a tool
+    /// that is gone is dropped from them.
+    pub fn set_registry(&self, registry: Registry) {
+        let data = Arc::new(ToolData::new(registry));
+        self.swap(|old| Snapshot::new(Arc::clone(&old.policy), data, Arc::clone(&old.skills)));
+    }
+
+    pub fn set_skills(&self, skills: SkillList) {
+        let skills = Arc::new(skills);
+        self.swap(|old| Snapshot::new(Arc::clone(&old.policy), Arc::clone(&old.tools), skills));
+    }
+
+    /// Parses policy text and, if it loads, makes it current; on error the
+    /// engine stays on the last good policy and the errors say why.
+    pub fn reload_policy(&self, name: &str, text: &str) -> Result<(), LoadErrors> {
+        let policy = Policy::parse(name, text)?;
+        self.set_policy(policy);
+        Ok(())
+    }
+
+    /// Reads a registry document and, if it loads, makes it current; on error
+    /// the engine keeps the last good registry.
+    pub fn reload_registry(&self, json: &str) -> Result<(), LoadError> {
+        let registry = Registry::from_json(json)?;
+        self.set_registry(registry);
+        Ok(())
+    }
+
+    /// Reads a skill list and, if it loads, makes it current.
+    pub fn reload_skills(&self, json: &str) -> Result<(), LoadError> {
+        let skills = SkillList::from_json(json)?;
+        self.set_skills(skills);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn meter_counts_utf16_units_and_declarations_as_serialized() {
+        assert_eq!(meter_len("abc"), 3);
+        assert_eq!(meter_len("搜索"), 2);
+        assert_eq!(meter_len("é😀"), 3);
+        let reg = Registry::from_json(
+            r#"[{"name": "t", "description": "引号 \" and 😀", "parameters": {"type": "object", "properties": {"a": {"type": "string"}}}}]"#,
+        )
+        .unwrap();
+        let t = &reg.tools()[0];
+        let text = serde_json::to_string(&t.declaration()).unwrap();
+        assert_eq!(declaration_len(t), meter_len(&text));
+        assert_eq!(tokens_of_len(5), 2);
+        assert_eq!(tokens_of_len(8), 2);
+        assert_eq!(tokens_of_len(0), 0);
+    }
+}

@@ -1,0 +1,77 @@
+//! Activation evidence (SPEC 3.3): what in the effective context of a chat
+//! proves that a tool was activated or used, so activations can be rebuilt at a
+//! new prompt, a mode switch or a restart.
+//!
+//! Only what a rebuild can use is kept: the tools that a successful search or
+//! load added and the tools whose call returned successfully, each once, in the
+//! order of its first evidence. A failed, interrupted or missing result
+//! contributes nothing, so it is not stored. Compaction drops the whole log: the
+//! evidence before it is no longer in the effective context.
+
+use serde::{Deserialize, Serialize};
+
+/// The status of a tool result as it stands in the chat.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultStatus {
+    /// The tool returned normally.
+    #[default]
+    Ok,
+    /// The tool ran and reported an error.
+    Error,
+    /// The call was cut off (the user stopped the turn, the runtime crashed).
+    Interrupted,
+    /// The call has no result in the transcript.
+    Missing,
+}
+
+impl ResultStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResultStatus::Ok => "ok",
+            ResultStatus::Error => "error",
+            ResultStatus::Interrupted => "interrupted",
+            ResultStatus::Missing => "missing",
+        }
+    }
+
+    /// Whether a result with this status is evidence at all.
+    pub fn is_ok(self) -> bool {
+        self == ResultStatus::Ok
+    }
+}
+
+/// Registry indices with evidence, in order of first evidence, each once.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct EvidenceLog(Vec<u32>);
+
+impl EvidenceLog {
+    pub fn from_indices(indices: Vec<u32>) -> Self {
+        let mut log = EvidenceLog(Vec::with_capacity(indices.len()));
+        for i in indices {
+            log.record(i);
+        }
+        log
+    }
+
+    pub fn record(&mut self, tool: u32) {
+        if !self.0.contains(&tool) {
+            self.0.push(tool);
+        }
+    }
+
+    /// Drops everything; returns how many tools had evidence.
+    pub fn clear(&mut self) -> usize {
+        let n = self.0.len();
+        self.0.clear();
+        n
+    }
+
+    pub fn indices(&self) -> &[u32] {
+        &self.0
+    }
+
+    pub fn indices_mut(&mut self) -> &mut Vec<u32> {
+        &mut self.0
+    }
+}

@@ -1,0 +1,452 @@
+//! One chat: its context and its activations (SPEC 3.3).
+//!
+//! A session is small on purpose: the context, the activated tools as registry
+//! indices in first-activation order, and the evidence log. Everything else is
+//! in the shared [`Engine`]; every method takes it and works on its current
+//! snapshot. Indices are tied to the registry they were taken from (the session
+//! keeps that registry alive through an `Arc`): after a registry reload the
+//! session translates them by name at its next call, and drops tools that are
+//! gone.
+//!
+//! The persisted form, [`SessionState`], holds names, never indices: the
+//! context and the evidence, which is what survives a restart.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::decision::{Context, ContextError};
+use crate::registry::{Registry, Skill};
+use crate::settings::{Activation, OnMiss};
+
+use super::activation::{ActivationResult, CallOutcome, MAX_MATCHES, Verb};
+use super::engine::{Engine, Snapshot};
+use super::evidence::{EvidenceLog, ResultStatus};
+use super::plan::{BasePlan, Plan, ToolState};
+
+/// One chat's state. Not shared: each chat owns its session.
+#[derive(Debug, Clone)]
+pub struct Session {
+    context: Context,
+    /// The registry the indices below refer to.
+    registry: Arc<Registry>,
+    /// Activated tools in first-activation order; only appended to between rebuilds.
+    activated: Vec<u32>,
+    evidence: EvidenceLog,
+}
+
+/// A session as a host persists it: the context and the names with evidence.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionState {
+    pub context: Context,
+    /// Tools with activation evidence in the effective context, in order of
+    /// first evidence.
+    #[serde(default)]
+    pub evidence: Vec<String>,
+}
+
+impl Serialize for Session {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.state().serialize(serializer)
+    }
+}
+
+/// Translates indices from one registry to another by name, dropping the gone.
+fn remap(from: &Registry, to: &Registry, indices: &mut Vec<u32>) {
+    indices.retain_mut(|i| {
+        let moved = from
+            .tools()
+            .get(*i as usize)
+            .and_then(|t| to.index_of(&t.name));
+        match moved {
+            Some(j) => {
+                *i = j as u32;
+                true
+            }
+            None => false,
+        }
+    });
+}
+
+impl Session {
+    pub(crate) fn new(context: Context, registry: Arc<Registry>) -> Session {
+        Session {
+            context,
+            registry,
+            activated: Vec::new(),
+            evidence: EvidenceLog::default(),
+        }
+    }
+
+    pub(crate) fn from_state(state: SessionState, snap: &Snapshot) -> Session {
+        let registry = snap.registry();
+        let indices = state
+            .evidence
+            .iter()
+            .filter_map(|n| registry.index_of(n).map(|i| i as u32))
+            .collect();
+        Session {
+            context: state.context,
+            registry: Arc::clone(snap.registry_arc()),
+            activated: Vec::new(),
+            evidence: EvidenceLog::from_indices(indices),
+        }
+    }
+
+    /// The persisted form.
+    pub fn state(&self) -> SessionState {
+        SessionState {
+            context: self.context.clone(),
+            evidence: self.names(self.evidence.indices()),
+        }
+    }
+
+    pub fn context(&self) -> &Context {
+        &self.context
+    }
+
+    /// Activated tools in first-activation order (declared only while
+    /// deferred by policy in the current context).
+    pub fn activated(&self) -> Vec<String> {
+        self.names(&self.activated)
+    }
+
+    /// Tools with evidence in the effective context, in order of first evidence.
+    pub fn evidence(&self) -> Vec<String> {
+        self.names(self.evidence.indices())
+    }
+
+    fn names(&self, indices: &[u32]) -> Vec<String> {
+        let tools = self.registry.tools();
+        indices
+            .iter()
+            .filter_map(|&i| tools.get(i as usize).map(|t| t.name.clone()))
+            .collect()
+    }
+
+    /// The current snapshot and this context's base plan, with the session's
+    /// indices moved to the snapshot's registry.
+    fn prepare(&mut self, engine: &Engine) -> Result<(Arc<Snapshot>, Arc<BasePlan>), ContextError> {
+        let snap = engine.snapshot();
+        if !Arc::ptr_eq(&self.registry, snap.registry_arc()) {
+            remap(&self.registry, snap.registry(), &mut self.activated);
+            remap(&self.registry, snap.registry(), self.evidence.indices_mut());
+            self.registry = Arc::clone(snap.registry_arc());
+        }
+        let base = snap.base(&self.context)?;
+        Ok((snap, base))
+    }
+
+    /// This turn's plan. Fails only when the context no longer fits the
+    /// policy (a mode removed by a reload).
+    pub fn plan(&self, engine: &Engine) -> Result<Plan, ContextError> {
+        let snap = engine.snapshot();
+        let base = snap.base(&self.context)?;
+        if Arc::ptr_eq(&self.registry, snap.registry_arc()) {
+            let activated = self.activated.iter().copied();
+            return Ok(Plan::new(snap, base, activated));
+        }
+        // The registry was reloaded since this session's last call.
+        let mut moved = self.activated.clone();
+        remap(&self.registry, snap.registry(), &mut moved);
+        Ok(Plan::new(snap, base, moved.into_iter()))
+    }
+
+    fn is_activated(&self, i: u32) -> bool {
+        self.activated.contains(&i)
+    }
+
+    fn remaining(&self, base: &BasePlan) -> usize {
+        let activated = self
+            .activated
+            .iter()
+            .filter(|&&i| base.declares_activated(i))
+            .count();
+        base.deferred.len().saturating_sub(activated)
+    }
+
+    /// Sorts named tools into the result, activating deferred ones while the
+    /// limit allows. `names` are tried in order, each once.
+    fn take_names<'a>(
+        &mut self,
+        snap: &Snapshot,
+        base: &BasePlan,
+        names: impl Iterator<Item = &'a str>,
+        limit: usize,
+        out: &mut ActivationResult,
+    ) {
+        let registry = snap.registry();
+        // The model chooses how many names it sends: no quadratic work on them.
+        let mut seen: HashSet<&str> = HashSet::new();
+        for name in names {
+            let name = name.trim();
+            if name.is_empty() || !seen.insert(name) {
+                continue;
+            }
+            let Some(i) = registry.index_of(name).map(|i| i as u32) else {
+                out.unavailable.push(name.to_string());
+                continue;
+            };
+            match base.state(i) {
+                ToolState::Hidden | ToolState::Idle => out.unavailable.push(name.to_string()),
+                ToolState::Declared => out.already_active.push(name.to_string()),
+                ToolState::Deferred if self.is_activated(i) => {
+                    out.already_active.push(name.to_string())
+                }
+                ToolState::Deferred if out.activated.len() < limit => {
+                    self.activated.push(i);
+                    out.activated.push(name.to_string());
+                }
+                ToolState::Deferred => out.over_limit.push(name.to_string()),
+            }
+        }
+    }
+
+    /// Records the names a successful search or load added as evidence.
+    fn record_added(&mut self, snap: &Snapshot, added: &[String]) {
+        for name in added {
+            if let Some(i) = snap.registry().index_of(name) {
+                self.evidence.record(i as u32);
+            }
+        }
+    }
+
+    /// A search (SPEC 3.3): exact `names` first, then the query's ranked
+    /// matches among the tools deferred in this context, activating at most
+    /// `max_activations`. A query that is exactly a tool's name counts as that
+    /// name.
+    pub fn search<S: AsRef<str>>(
+        &mut self,
+        engine: &Engine,
+        query: &str,
+        names: &[S],
+    ) -> Result<ActivationResult, ContextError> {
+        self.search_with_status(engine, query, names, ResultStatus::Ok)
+    }
+
+    /// A search whose result ends in the transcript with `status`; anything
+    /// but `ok` activates nothing and leaves no evidence.
+    pub fn search_with_status<S: AsRef<str>>(
+        &mut self,
+        engine: &Engine,
+        query: &str,
+        names: &[S],
+        status: ResultStatus,
+    ) -> Result<ActivationResult, ContextError> {
+        let (snap, base) = self.prepare(engine)?;
+        let limit = base.settings.max_activations as usize;
+        let mut out = ActivationResult {
+            status,
+            ..ActivationResult::default()
+        };
+        if status.is_ok() {
+            let q = query.trim();
+            let query_is_name = snap
+                .registry()
+                .index_of(q)
+                .is_some_and(|i| base.state(i as u32) != ToolState::Hidden);
+            let exact = names.iter().map(AsRef::as_ref);
+            if query_is_name {
+                self.take_names(&snap, &base, exact.chain([q]), limit, &mut out);
+            } else {
+                self.take_names(&snap, &base, exact, limit, &mut out);
+                let mut activated = self.activated.clone();
+                activated.sort_unstable();
+                let ranked = snap.search_index().rank(q, |i| {
+                    base.state(i as u32) == ToolState::Deferred
+                        && activated.binary_search(&(i as u32)).is_err()
+                });
+                let tools = snap.registry().tools();
+                for i in ranked {
+                    let name = &tools[i].name;
+                    if out.activated.len() < limit {
+                        self.activated.push(i as u32);
+                        out.activated.push(name.clone());
+                    } else if out.matches.len() < MAX_MATCHES {
+                        out.matches.push(name.clone());
+                    } else {
+                        break;
+                    }
+                }
+            }
+            self.record_added(&snap, &out.activated);
+        }
+        out.remaining_deferred = self.remaining(&base);
+        out.write_text(Verb::Search, query, base.settings.max_activations);
+        Ok(out)
+    }
+
+    /// A load (SPEC 3.3): activates the named deferred tools, at most
+    /// `max_activations`; hidden and unknown names are refused.
+    pub fn load<S: AsRef<str>>(
+        &mut self,
+        engine: &Engine,
+        names: &[S],
+    ) -> Result<ActivationResult, ContextError> {
+        self.load_with_status(engine, names, ResultStatus::Ok)
+    }
+
+    /// A load whose result ends in the transcript with `status`.
+    pub fn load_with_status<S: AsRef<str>>(
+        &mut self,
+        engine: &Engine,
+        names: &[S],
+        status: ResultStatus,
+    ) -> Result<ActivationResult, ContextError> {
+        let (snap, base) = self.prepare(engine)?;
+        let limit = base.settings.max_activations as usize;
+        let mut out = ActivationResult {
+            status,
+            ..ActivationResult::default()
+        };
+        if status.is_ok() {
+            self.take_names(
+                &snap,
+                &base,
+                names.iter().map(AsRef::as_ref),
+                limit,
+                &mut out,
+            );
+            self.record_added(&snap, &out.activated);
+        }
+        out.remaining_deferred = self.remaining(&base);
+        out.write_text(Verb::Load, "", base.settings.max_activations);
+        Ok(out)
+    }
+
+    /// The model calls a tool directly. A declared tool may run (report its
+    /// result with [`Session::record_result`]); anything else fails as not
+    /// found, and a deferred tool is declared from the next step when
+    /// `on_miss = "activate"`. The not-found result is never evidence.
+    pub fn call(&mut self, engine: &Engine, tool: &str) -> Result<CallOutcome, ContextError> {
+        let (snap, base) = self.prepare(engine)?;
+        let Some(i) = snap.registry().index_of(tool).map(|i| i as u32) else {
+            return Ok(CallOutcome::NotFound {
+                declared_next_step: false,
+            });
+        };
+        Ok(match base.state(i) {
+            ToolState::Declared => CallOutcome::Allowed,
+            ToolState::Deferred if self.is_activated(i) => CallOutcome::Allowed,
+            ToolState::Deferred if base.settings.on_miss == OnMiss::Activate => {
+                self.activated.push(i);
+                CallOutcome::NotFound {
+                    declared_next_step: true,
+                }
+            }
+            ToolState::Deferred | ToolState::Idle | ToolState::Hidden => CallOutcome::NotFound {
+                declared_next_step: false,
+            },
+        })
+    }
+
+    /// The result of an allowed call, as it stands in the transcript. A
+    /// successful result of a declared tool is evidence; anything else is not.
+    pub fn record_result(
+        &mut self,
+        engine: &Engine,
+        tool: &str,
+        status: ResultStatus,
+    ) -> Result<(), ContextError> {
+        let (snap, base) = self.prepare(engine)?;
+        if !status.is_ok() {
+            return Ok(());
+        }
+        if let Some(i) = snap.registry().index_of(tool).map(|i| i as u32) {
+            let declared = match base.state(i) {
+                ToolState::Declared => true,
+                ToolState::Deferred => self.is_activated(i),
+                ToolState::Idle | ToolState::Hidden => false,
+            };
+            if declared {
+                self.evidence.record(i);
+            }
+        }
+        Ok(())
+    }
+
+    /// Activations rebuilt from evidence: the tools deferred by policy in the
+    /// current context, in order of first evidence.
+    fn rebuild(&mut self, base: &BasePlan) {
+        self.activated.clear();
+        let kept = self
+            .evidence
+            .indices()
+            .iter()
+            .filter(|&&i| base.declares_activated(i));
+        self.activated.extend(kept);
+    }
+
+    /// A new user prompt: under `per_prompt`, activations are rebuilt from
+    /// the evidence still in the effective context.
+    pub fn prompt(&mut self, engine: &Engine) -> Result<(), ContextError> {
+        let (_, base) = self.prepare(engine)?;
+        if base.settings.activation == Activation::PerPrompt {
+            self.rebuild(&base);
+        }
+        Ok(())
+    }
+
+    /// Switches mode (SPEC 3.3): under `per_prompt` in the new mode,
+    /// activations are rebuilt; under `sticky` they are kept and declared
+    /// again wherever they are deferred.
+    pub fn set_mode(&mut self, engine: &Engine, mode: Option<&str>) -> Result<(), ContextError> {
+        let context = Context {
+            mode: mode.map(str::to_string),
+            ..self.context.clone()
+        };
+        self.set_context(engine, context)
+    }
+
+    /// Changes the whole context (bot, flags, runtime grants); treated like a
+    /// mode switch. On error the session keeps its context.
+    pub fn set_context(&mut self, engine: &Engine, context: Context) -> Result<(), ContextError> {
+        let old = std::mem::replace(&mut self.context, context);
+        match self.prepare(engine) {
+            Ok((_, base)) => {
+                if base.settings.activation == Activation::PerPrompt {
+                    self.rebuild(&base);
+                }
+                Ok(())
+            }
+            Err(e) => {
+                self.context = old;
+                Err(e)
+            }
+        }
+    }
+
+    /// Compaction: evidence recorded so far leaves the effective context.
+    /// Activations stay until the next rebuild. Returns how many tools lost
+    /// their evidence.
+    pub fn compact(&mut self) -> usize {
+        self.evidence.clear()
+    }
+
+    /// A restart: what was held in memory is gone and activations are rebuilt
+    /// from the effective context, whatever the activation setting.
+    pub fn restart(&mut self, engine: &Engine) -> Result<(), ContextError> {
+        let (_, base) = self.prepare(engine)?;
+        self.rebuild(&base);
+        Ok(())
+    }
+
+    /// The skill tool (SPEC 3.3): a listed skill's name first, its key only
+    /// when no name matches, checked against the current context on every
+    /// call. `None` for a skill that is hidden or does not exist.
+    pub fn resolve_skill(
+        &self,
+        engine: &Engine,
+        requested: &str,
+    ) -> Result<Option<Skill>, ContextError> {
+        let snap = engine.snapshot();
+        let base = snap.base(&self.context)?;
+        let all = snap.skills().skills();
+        let listed = || base.skills.iter().map(|&i| &all[i as usize]);
+        Ok(listed()
+            .find(|s| s.name == requested)
+            .or_else(|| listed().find(|s| s.key.as_deref() == Some(requested)))
+            .cloned())
+    }
+}
