@@ -1,0 +1,3 @@
+//! Criterion benches (being written).
+
+fn main() {}
