@@ -5,9 +5,7 @@
 use serde::Serialize;
 
 use crate::ast::{Selector, SelectorKind};
-use crate::decision::{
-    CauseKind, Context, ContextError, Decision, Exposure, ItemKind, ItemRef, Origin,
-};
+use crate::decision::{CauseKind, Context, ContextError, Exposure, ItemKind, ItemRef, Origin};
 use crate::policy::{Policy, Rule, RuleKind, Scope};
 use crate::reference::{applies, glob};
 use crate::settings::Key;
@@ -36,6 +34,14 @@ pub enum Status {
     Inactive,
 }
 
+/// A selector of the policy, as written and where.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Located {
+    pub text: String,
+    pub line: usize,
+    pub column: usize,
+}
+
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Candidate {
     #[serde(flatten)]
@@ -44,6 +50,8 @@ pub struct Candidate {
     pub scope: String,
     /// The selector that matched, as written.
     pub selector: String,
+    pub selector_line: usize,
+    pub selector_column: usize,
     pub status: Status,
     pub why: String,
 }
@@ -54,12 +62,17 @@ pub struct SettingInEffect {
     pub value: String,
     /// `None`: the default.
     pub from: Option<RuleRef>,
+    /// The scope and condition of the statement it came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub place: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Cause {
     pub kind: CauseKind,
     pub rule: Option<RuleRef>,
+    /// The deciding rule's selector that matched the item.
+    pub selector: Option<Located>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -97,20 +110,17 @@ fn origin_ref(policy: &Policy, origin: Option<Origin>) -> Option<RuleRef> {
     }
 }
 
-fn selector_text(s: &Selector) -> String {
-    let pat = if s.quoted {
-        format!(
-            "\"{}\"",
-            s.pattern.replace('\\', "\\\\").replace('"', "\\\"")
-        )
-    } else {
-        s.pattern.clone()
-    };
-    match s.kind {
-        SelectorKind::Tool => pat,
-        SelectorKind::Skill => format!("skill:{pat}"),
-        SelectorKind::Source => format!("source:{pat}"),
+fn located(policy: &Policy, sel: &Selector) -> Located {
+    let (line, column) = policy.source.line_col(sel.span.start);
+    Located {
+        text: policy.source.slice(sel.span).to_string(),
+        line,
+        column,
     }
+}
+
+fn place(scope: &Scope, when: Option<&crate::policy::Condition>) -> String {
+    scope.to_string() + &when.map(|c| format!(", {c}")).unwrap_or_default()
 }
 
 fn matching_selector<'a>(rule: &'a Rule, item: &ItemRef<'_>) -> Option<&'a Selector> {
@@ -230,32 +240,36 @@ pub fn explain(
             };
             (Status::Lost, why)
         };
+        let at = located(policy, sel);
         candidates.push(Candidate {
             rule: r,
             kind: rule.kind.word(),
-            scope: rule.scope.to_string()
-                + &rule
-                    .when
-                    .as_ref()
-                    .map(|c| format!(", {c}"))
-                    .unwrap_or_default(),
-            selector: selector_text(sel),
+            scope: place(&rule.scope, rule.when.as_ref()),
+            selector: at.text,
+            selector_line: at.line,
+            selector_column: at.column,
             status,
             why,
         });
     }
     let settings = Key::ALL
         .iter()
-        .map(|&k| SettingInEffect {
-            key: k.name(),
-            value: resolved.settings().value_of(k).to_source(),
-            from: resolved
+        .map(|&k| {
+            let from = resolved
                 .setting_origin(k)
-                .and_then(|i| policy.settings.get(i as usize))
-                .map(|s| rule_ref(policy, s.span)),
+                .and_then(|i| policy.settings.get(i as usize));
+            SettingInEffect {
+                key: k.name(),
+                value: resolved.settings().value_of(k).to_source(),
+                from: from.map(|s| rule_ref(policy, s.span)),
+                place: from.map(|s| place(&s.scope, s.when.as_ref())),
+            }
         })
         .collect();
-    let change = what_would_change(policy, item, &decision, &candidates);
+    let change = change::suggestions(policy, ctx, item, &decision);
+    let deciding_selector = deciding_rule
+        .and_then(|r| matching_selector(r, item))
+        .map(|s| located(policy, s));
     Ok(Explanation {
         item: match item.kind {
             ItemKind::Tool => item.name.to_string(),
@@ -266,6 +280,7 @@ pub fn explain(
         cause: Cause {
             kind: decision.cause,
             rule: origin_ref(policy, decision.origin),
+            selector: deciding_selector,
         },
         candidates,
         settings,
@@ -288,64 +303,7 @@ fn cause_words(c: CauseKind) -> &'static str {
     }
 }
 
-fn what_would_change(
-    policy: &Policy,
-    item: &ItemRef<'_>,
-    d: &Decision,
-    cands: &[Candidate],
-) -> Vec<String> {
-    let name = match item.kind {
-        ItemKind::Tool => item.name.to_string(),
-        ItemKind::Skill => format!("skill:{}", item.name),
-    };
-    let decider = origin_ref(policy, d.origin);
-    let at = |r: &RuleRef| format!("`{}` at line {}", r.text, r.line);
-    let lost_defer = cands
-        .iter()
-        .any(|c| c.kind == "Defer" && c.status == Status::Lost);
-    let mut out = Vec::new();
-    match (d.cause, &decider) {
-        (CauseKind::Guard, Some(r)) | (CauseKind::Search, Some(r)) => out.push(format!(
-            "remove `{name}` from {} to let rules decide it",
-            at(r)
-        )),
-        (CauseKind::Hide, Some(r)) => {
-            out.push(format!("remove `{name}` from {} to expose it", at(r)))
-        }
-        (CauseKind::Grant, Some(r)) => out.push(format!("add `{name}` to {} to expose it", at(r))),
-        (CauseKind::Grant, None) => {
-            out.push("the runtime's grants leave it out; grant it in the context".to_string())
-        }
-        (CauseKind::NoDefer, Some(r)) if lost_defer => {
-            out.push(format!("remove `{name}` from {} to defer it", at(r)))
-        }
-        (CauseKind::NoDefer, Some(r)) => out.push(format!(
-            "remove `{name}` from {} and add `Defer({name})` to defer it",
-            at(r)
-        )),
-        (CauseKind::Switch, Some(r)) => {
-            out.push(format!("remove {} to let `Defer` rules apply", at(r)))
-        }
-        (CauseKind::Defer, Some(_)) | (CauseKind::Hint, _) => {
-            out.push(format!(
-                "add `NoDefer({name})` to declare it from the start"
-            ));
-            out.push(format!("add `Hide({name})` to hide it"));
-        }
-        (CauseKind::Default, _) if item.kind == ItemKind::Tool => {
-            out.push(format!(
-                "add `Defer({name})` (with a `search` tool) to defer it"
-            ));
-            out.push(format!("add `Hide({name})` to hide it"));
-        }
-        (CauseKind::Default, _) => out.push(format!("add `Hide({name})` to hide it")),
-        (CauseKind::ModelInvocable, _) => out.push(
-            "the skill list marks it `model_invocable: false`; no rule can list it".to_string(),
-        ),
-        _ => {}
-    }
-    out
-}
+mod change;
 
 #[cfg(test)]
 mod tests {
@@ -390,7 +348,50 @@ mod tests {
         );
         assert_eq!(
             e.change,
-            ["remove `Bash` from `NoDefer(Bash)` at line 3 to defer it"]
+            [
+                "remove `NoDefer(Bash)` at line 3: it would then be deferred, by `Defer(*)` at line 2"
+            ]
+        );
+    }
+
+    fn changes(src: &str, ctx: Context, item: ItemRef<'_>) -> Vec<String> {
+        let p = Policy::parse("t.policy", src).unwrap();
+        explain(&p, &Table::compile(&p), &ctx, &item)
+            .unwrap()
+            .change
+    }
+
+    #[test]
+    fn suggestions_say_what_the_edit_would_really_do() {
+        // Removing the NoDefer leaves the switch: the tool stays declared.
+        assert_eq!(
+            changes(
+                "Defer(*)\ndefer_loading = false\nNoDefer(x)\n",
+                Context::default(),
+                ItemRef::tool("x")
+            ),
+            [
+                "remove `NoDefer(x)` at line 3: it would still be active, as `defer_loading = false` at line 2 defers nothing"
+            ]
+        );
+        assert_eq!(
+            changes(
+                "bot r {\n  Grant(y)\n}\n",
+                Context::default().with_bot("r"),
+                ItemRef::tool("x")
+            ),
+            ["add `x` to `Grant(y)` at line 2: it would then be active, as no rule defers it"]
+        );
+        assert_eq!(
+            changes(
+                "when fast {\n  Hide(z)\n}\n",
+                Context::default().with_flag("fast"),
+                ItemRef::tool("z")
+            ),
+            [
+                "remove `Hide(z)` at line 2: it would then be active, as no rule defers it",
+                "unset the flag `fast`: it would then be active, as no rule defers it"
+            ]
         );
     }
 }

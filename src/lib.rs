@@ -8,6 +8,7 @@ pub mod ast;
 pub mod decision;
 pub mod diag;
 pub mod explain;
+pub mod format;
 pub mod lint;
 pub mod pattern;
 pub mod policy;

@@ -1,10 +1,48 @@
 //! Lints: findings that do not stop a policy from loading but that its author
 //! wants to know about (codes `PL1xx`).
+//!
+//! A lint that cries wolf is worse than none, so each one reports only what it
+//! can show: when a finding depends on facts the linter does not have (the
+//! items of a registry it was not given, too many flag combinations to walk),
+//! it stays quiet. `docs/diagnostics.md` lists every code with an example.
+//!
+//! | code | lint | needs |
+//! |---|---|---|
+//! | PL101 | `Defer` with no search tool to find what it defers | |
+//! | PL102 | a rule every item of which an earlier line decides | (exact with a registry) |
+//! | PL103 | a rule or selector repeated in the same scope and condition | |
+//! | PL104 | `Hide`, `Defer` or `Grant` naming a guard or search tool | |
+//! | PL105 | a selector that matches nothing | registry / skill list |
+//! | PL106 | a `Grant` that grants nothing | registry / skill list |
+//! | PL107 | `?`, `[`, `]`, `{`, `}` in a pattern | |
+//! | PL108 | deferred tools the catalog has no room for | registry |
+//! | PL109 | a first turn over `--max-tokens` | registry |
+
+mod algebra;
+mod budget;
+mod guards;
+mod names;
+mod redundant;
+mod shadow;
+mod world;
 
 use crate::ast::Span;
 use crate::diag::{Code, Diagnostic};
 use crate::policy::Policy;
 use crate::registry::{Registry, SkillList};
+
+pub use algebra::{overlap, subsumes};
+
+/// What the linter may know besides the policy.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options<'a> {
+    /// The tool registry: selectors are checked against it and shadowing is
+    /// decided tool by tool.
+    pub registry: Option<&'a Registry>,
+    pub skills: Option<&'a SkillList>,
+    /// With a registry: warn about a mode whose first turn declares more tokens.
+    pub max_tokens: Option<u64>,
+}
 
 /// Every lint over a policy that loaded; `registry` and `skills` enable the
 /// lints that need to know the items.
@@ -13,9 +51,39 @@ pub fn lint(
     registry: Option<&Registry>,
     skills: Option<&SkillList>,
 ) -> Vec<Diagnostic> {
-    let _ = (registry, skills);
+    lint_with(
+        policy,
+        &Options {
+            registry,
+            skills,
+            max_tokens: None,
+        },
+    )
+}
+
+/// [`lint`] with every option.
+pub fn lint_with(policy: &Policy, options: &Options<'_>) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     literal_glob_chars(policy, &mut out);
+    let repeated = redundant::check(policy, &mut out);
+    let world = world::World::new(policy, options.registry, options.skills);
+    let guard_only = guards::check(&world, &mut out);
+    let skip: Vec<bool> = repeated
+        .iter()
+        .zip(&guard_only)
+        .map(|(a, b)| *a || *b)
+        .collect();
+    shadow::check(&world, &skip, &mut out);
+    names::check(&world, &mut out);
+    if let Some(registry) = options.registry {
+        budget::check(
+            policy,
+            registry,
+            options.skills,
+            options.max_tokens,
+            &mut out,
+        );
+    }
     out.sort_by_key(|d| (d.span.start, d.code));
     out
 }
@@ -42,3 +110,6 @@ fn literal_glob_chars(policy: &Policy, out: &mut Vec<Diagnostic>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,7 +1,12 @@
 //! One integration test binary: every module below is a group of tests.
 
+mod cli_tools;
+mod diagnostics_doc;
 mod fixtures;
+mod golden;
 mod policies;
+mod props_format;
+mod props_lint;
 mod props_table;
 mod robustness;
 mod runtime_behaviour;

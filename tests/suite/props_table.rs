@@ -15,13 +15,16 @@ struct GenRule {
     when: Option<(bool, usize)>,
 }
 
+/// A `when` condition: negated, and which flag.
+type Cond = Option<(bool, usize)>;
+
 #[derive(Debug, Clone)]
 struct GenPolicy {
     guards: Vec<String>,
     searches: Vec<String>,
     rules: Vec<GenRule>,
     /// (scope, condition, defer_loading); at most one per scope and condition.
-    switches: Vec<(usize, Option<(bool, usize)>, bool)>,
+    switches: Vec<(usize, Cond, bool)>,
 }
 
 fn pattern() -> impl Strategy<Value = String> {

@@ -1,6 +1,9 @@
-//! `policy check PATH... [--registry F] [--skills F] [--deny-warnings]`
+//! `policy check PATH... [--registry F] [--skills F] [--max-tokens N] [--deny-warnings]`
+//!
+//! Exit codes (SPEC 4): 1 when a file has an error (or a warning, with
+//! `--deny-warnings`), 2 on a usage or I/O error, 0 otherwise.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use toolpolicy::Policy;
@@ -10,15 +13,19 @@ use crate::common::{self, CliError, Format};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Policy files, or folders holding `*.policy` files
+    /// Policy files, or folders (every `*.policy` directly in them)
     #[arg(required = true)]
     paths: Vec<PathBuf>,
-    /// A tool registry (JSON) to check selectors against
+    /// A tool registry (JSON): check selectors against it, decide shadowing
+    /// tool by tool, and measure each mode's first turn
     #[arg(long)]
     registry: Option<PathBuf>,
     /// A skill list (JSON) to check `skill:` selectors against
     #[arg(long)]
     skills: Option<PathBuf>,
+    /// With `--registry`: warn about a mode whose first turn declares more tokens
+    #[arg(long, value_name = "N", requires = "registry")]
+    max_tokens: Option<u64>,
     /// Fail on warnings as well as errors
     #[arg(long)]
     deny_warnings: bool,
@@ -26,41 +33,10 @@ pub struct Args {
     format: Format,
 }
 
-/// Every `*.policy` file a path names, sorted so that output is stable.
-pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, CliError> {
-    let mut out = Vec::new();
-    for p in paths {
-        if p.is_dir() {
-            let mut found = Vec::new();
-            collect(p, &mut found)?;
-            found.sort();
-            out.extend(found);
-        } else {
-            out.push(p.clone());
-        }
-    }
-    Ok(out)
-}
-
-fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), CliError> {
-    let entries = std::fs::read_dir(dir).map_err(|e| CliError::Io(dir.to_path_buf(), e))?;
-    for entry in entries {
-        let path = entry
-            .map_err(|e| CliError::Io(dir.to_path_buf(), e))?
-            .path();
-        if path.is_dir() {
-            collect(&path, out)?;
-        } else if path.extension().is_some_and(|e| e == "policy") {
-            out.push(path);
-        }
-    }
-    Ok(())
-}
-
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let registry = common::load_registry(args.registry.as_deref())?;
     let skills = common::load_skills(args.skills.as_deref())?;
-    let files = expand(&args.paths)?;
+    let files = crate::files::expand(&args.paths, ".policy")?;
     if files.is_empty() {
         return Err(CliError::Usage("no `*.policy` files found".into()));
     }
@@ -74,10 +50,13 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                 let source = SourceFile::new(name, text);
                 let (policy, mut diags) = Policy::parse_with_diagnostics(source.clone());
                 if !diags.iter().any(|d| d.severity == Severity::Error) {
-                    diags.extend(toolpolicy::lint::lint(
+                    diags.extend(toolpolicy::lint::lint_with(
                         &policy,
-                        registry.as_ref(),
-                        skills.as_ref(),
+                        &toolpolicy::lint::Options {
+                            registry: registry.as_ref(),
+                            skills: skills.as_ref(),
+                            max_tokens: args.max_tokens,
+                        },
                     ));
                 }
                 (source, diags)
@@ -87,14 +66,13 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                 Ok(_) => continue,
             },
         };
-        errors += diags
+        let file_errors = diags
             .iter()
             .filter(|d| d.severity == Severity::Error)
             .count();
-        warnings += diags
-            .iter()
-            .filter(|d| d.severity == Severity::Warning)
-            .count();
+        let file_warnings = diags.len() - file_errors;
+        errors += file_errors;
+        warnings += file_warnings;
         match args.format {
             Format::Json => all_json.extend(
                 diags
@@ -102,6 +80,14 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                     .map(|d| toolpolicy::render::to_json(&source, d)),
             ),
             f => print!("{}", common::render(f, &source, &diags)),
+        }
+        if args.format == Format::Human && files.len() > 1 {
+            let status = if diags.is_empty() {
+                "ok".to_string()
+            } else {
+                counts(file_errors, file_warnings)
+            };
+            println!("{}: {status}", source.name);
         }
     }
     match args.format {
@@ -113,10 +99,9 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         Format::Human => {
             let files_word = if files.len() == 1 { "file" } else { "files" };
             println!(
-                "checked {} {files_word}: {errors} error{}, {warnings} warning{}",
+                "checked {} {files_word}: {}",
                 files.len(),
-                if errors == 1 { "" } else { "s" },
-                if warnings == 1 { "" } else { "s" }
+                counts(errors, warnings)
             );
         }
         Format::Plain => {}
@@ -127,4 +112,12 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+fn counts(errors: usize, warnings: usize) -> String {
+    format!(
+        "{errors} error{}, {warnings} warning{}",
+        if errors == 1 { "" } else { "s" },
+        if warnings == 1 { "" } else { "s" }
+    )
 }

@@ -1,9 +1,14 @@
-//! `policy explain ITEM --policy F [--mode M] [--bot B] [--flag X]... [--registry F] [--skills F]`
+//! `policy explain [ITEM] --policy F [--mode M] [--bot B] [--flag X]... [--registry F] [--skills F]`
+//!
+//! With an item: why it is active, deferred or hidden — in the given mode, or
+//! in each mode when none is given. Without one (and with a registry): the
+//! decision matrix, every tool by every mode.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use toolpolicy::decision::CauseKind;
 use toolpolicy::explain::{Explanation, Status, explain};
 use toolpolicy::{Context, ItemRef, Policy, Registry, SkillList, Table};
 
@@ -11,13 +16,16 @@ use crate::common::{self, CliError, Format};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// A tool name, or `skill:NAME`
-    item: String,
+    /// A tool name, or `skill:NAME`; leave it out (with `--registry`) for the
+    /// decision matrix of every tool in every mode
+    item: Option<String>,
+    /// The policy file
     #[arg(long)]
     policy: PathBuf,
     /// The mode to decide in; without it, every declared mode is shown
     #[arg(long)]
     mode: Option<String>,
+    /// The Bot to decide for (`bot *` and its own block apply)
     #[arg(long)]
     bot: Option<String>,
     /// A runtime flag that is set (repeatable)
@@ -49,23 +57,79 @@ fn item_ref<'a>(
     }
 }
 
+/// A note when the item is looked up in a list that does not hold it.
+fn not_listed(
+    name: &str,
+    registry: Option<&Registry>,
+    skills: Option<&SkillList>,
+) -> Option<String> {
+    let (bare, names, list): (&str, Vec<&str>, &str) = match name.strip_prefix("skill:") {
+        Some(s) => {
+            let l = skills?;
+            if l.get(s).is_some() {
+                return None;
+            }
+            (
+                s,
+                l.skills().iter().map(|k| k.name.as_str()).collect(),
+                "skill list",
+            )
+        }
+        None => {
+            let r = registry?;
+            if r.get(name).is_some() {
+                return None;
+            }
+            (
+                name,
+                r.tools().iter().map(|t| t.name.as_str()).collect(),
+                "registry",
+            )
+        }
+    };
+    let hint = toolpolicy::diag::did_you_mean(bare, names)
+        .map(|d| format!(" ({d})"))
+        .unwrap_or_default();
+    Some(format!(
+        "`{name}` is not in the {list}: decided by its name alone{hint}"
+    ))
+}
+
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let policy = common::load_policy(&args.policy, args.format)?;
     let registry = common::load_registry(args.registry.as_deref())?;
     let skills = common::load_skills(args.skills.as_deref())?;
     let table = Table::compile(&policy);
-    let item = item_ref(&args.item, registry.as_ref(), skills.as_ref());
     let base = Context {
         mode: args.mode.clone(),
         bot: args.bot.clone(),
         flags: args.flags.iter().cloned().collect(),
         grants: None,
     };
+    let Some(item_name) = args.item.as_deref() else {
+        let Some(registry) = registry.as_ref() else {
+            return Err(CliError::Usage(
+                "name an item to explain, or give `--registry` for the decision matrix of every tool"
+                    .into(),
+            ));
+        };
+        return crate::matrix::run(
+            args.mode.as_deref(),
+            args.format,
+            &policy,
+            &table,
+            registry,
+            skills.as_ref(),
+            &base,
+        );
+    };
+    let item = item_ref(item_name, registry.as_ref(), skills.as_ref());
+    let note = not_listed(item_name, registry.as_ref(), skills.as_ref());
     let explain_in = |ctx: &Context| {
         explain(&policy, &table, ctx, &item).map_err(|e| CliError::Usage(e.to_string()))
     };
     let main = explain_in(&base)?;
-    // Without a mode on a policy with modes, show every mode too.
+    // Without a mode on a policy with modes, show every mode.
     let per_mode: Vec<Explanation> = if args.mode.is_none() {
         policy
             .modes
@@ -82,29 +146,40 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     };
     if args.format == Format::Json {
         let mut doc = serde_json::to_value(&main).map_err(|e| CliError::Usage(e.to_string()))?;
-        if !per_mode.is_empty()
-            && let Some(obj) = doc.as_object_mut()
-        {
-            obj.insert(
-                "modes".into(),
-                serde_json::to_value(&per_mode).map_err(|e| CliError::Usage(e.to_string()))?,
-            );
+        if let Some(obj) = doc.as_object_mut() {
+            if !per_mode.is_empty() {
+                obj.insert(
+                    "modes".into(),
+                    serde_json::to_value(&per_mode).map_err(|e| CliError::Usage(e.to_string()))?,
+                );
+            }
+            if let Some(n) = &note {
+                obj.insert("note".into(), n.clone().into());
+            }
         }
         common::print_json(&doc)?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut out = String::new();
+    if let Some(n) = &note {
+        let _ = writeln!(out, "note: {n}\n");
+    }
     if per_mode.is_empty() {
         render(&mut out, &policy, &main);
     } else {
+        let bot = args
+            .bot
+            .as_ref()
+            .map(|b| format!(" for bot `{b}`"))
+            .unwrap_or_default();
         let _ = writeln!(
             out,
-            "`{}` in each mode of {}:",
+            "`{}` in each mode of {}{bot}:",
             main.item, policy.source.name
         );
         let width = per_mode
             .iter()
-            .map(|e| e.context.mode.as_deref().unwrap_or("").len())
+            .map(|e| e.context.mode.as_deref().unwrap_or("").chars().count())
             .max()
             .unwrap_or(0);
         for e in &per_mode {
@@ -131,7 +206,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn context_words(ctx: &Context) -> String {
+pub fn context_words(ctx: &Context) -> String {
     let mut parts = Vec::new();
     parts.push(match &ctx.mode {
         Some(m) => format!("mode `{m}`"),
@@ -147,8 +222,25 @@ fn context_words(ctx: &Context) -> String {
     parts.join(", ")
 }
 
-/// The human form: decision, deciding rule with its source line and a caret,
-/// the other matching rules, the settings in effect, and what would change it.
+fn cause_words(c: CauseKind) -> &'static str {
+    match c {
+        CauseKind::Guard => "a guard is always declared",
+        CauseKind::Search => "a search tool is declared while anything is deferred",
+        CauseKind::ModelInvocable => "the skill list marks it not model-invocable",
+        CauseKind::Hide => "`Hide` beats every rule but guards",
+        CauseKind::Grant => "a block with grants does not grant it",
+        CauseKind::NoDefer => "`NoDefer` beats `Defer`",
+        CauseKind::Switch => "`defer_loading` is false, so nothing is deferred",
+        CauseKind::Defer => "`Defer` holds it back",
+        CauseKind::Hint => "its registry entry says `defer_loading: true`",
+        CauseKind::Default => "no rule decides it",
+    }
+}
+
+/// The human form: the context and decision, the deciding statement with its
+/// source line and a caret under what matched, the other matching rules and
+/// why each lost, the settings in effect and where each came from, and what
+/// would change the decision.
 pub fn render(out: &mut String, policy: &Policy, e: &Explanation) {
     let _ = writeln!(
         out,
@@ -157,27 +249,31 @@ pub fn render(out: &mut String, policy: &Policy, e: &Explanation) {
         e.exposure,
         context_words(&e.context)
     );
-    let _ = writeln!(out, "  cause: {}", e.cause.kind);
+    let _ = writeln!(
+        out,
+        "  cause: {} ({})",
+        e.cause.kind,
+        cause_words(e.cause.kind)
+    );
     if let Some(r) = &e.cause.rule {
-        let src = policy.source.line_text(r.line);
-        let gutter = r.line.to_string().len();
-        let _ = writeln!(
-            out,
-            "  {:gutter$}--> {}:{}:{}",
-            "", r.file, r.line, r.column
-        );
-        let _ = writeln!(out, "  {} | {}", r.line, src);
-        let width = r
-            .text
-            .chars()
-            .count()
-            .min(src.chars().count().saturating_sub(r.column - 1))
+        // Point at the selector that matched, or at the whole statement.
+        let (line, column, width) = match &e.cause.selector {
+            Some(s) => (s.line, s.column, s.text.chars().count()),
+            None => (r.line, r.column, r.text.chars().count()),
+        };
+        let src = policy.source.line_text(line);
+        let width = width
+            .min(src.chars().count().saturating_sub(column - 1))
             .max(1);
+        let gutter = line.to_string().len();
+        let _ = writeln!(out, "  {:gutter$}--> {}:{}:{}", "", r.file, line, column);
+        let _ = writeln!(out, "  {:gutter$} |", "");
+        let _ = writeln!(out, "  {line} | {src}");
         let _ = writeln!(
             out,
             "  {:gutter$} | {}{}",
             "",
-            " ".repeat(r.column - 1),
+            " ".repeat(column - 1),
             "^".repeat(width)
         );
     }
@@ -188,32 +284,41 @@ pub fn render(out: &mut String, policy: &Policy, e: &Explanation) {
         .collect();
     if !others.is_empty() {
         let _ = writeln!(out, "  other rules that match:");
+        let width = others
+            .iter()
+            .map(|c| c.rule.text.chars().count())
+            .max()
+            .unwrap_or(0)
+            .min(40);
         for c in others {
             let _ = writeln!(
                 out,
-                "    line {:>3}  {:28} {}",
+                "    line {:<3} {:width$}  {}",
                 c.rule.line, c.rule.text, c.why
             );
         }
     }
-    let set: Vec<String> = e
+    let _ = writeln!(out, "  settings in effect:");
+    let width = e
         .settings
         .iter()
-        .filter(|s| s.from.is_some())
-        .map(|s| {
-            format!(
-                "{} = {} (line {})",
-                s.key,
-                s.value,
-                s.from.as_ref().map_or(0, |r| r.line)
-            )
-        })
-        .collect();
-    if !set.is_empty() {
-        let _ = writeln!(out, "  settings: {}", set.join(", "));
+        .map(|s| s.key.len() + 3 + s.value.len())
+        .max()
+        .unwrap_or(0);
+    for s in &e.settings {
+        let setting = format!("{} = {}", s.key, s.value);
+        let from = match (&s.from, &s.place) {
+            (Some(r), Some(p)) => format!("line {}, {p}", r.line),
+            (Some(r), None) => format!("line {}", r.line),
+            _ => "default".to_string(),
+        };
+        let _ = writeln!(out, "    {setting:width$}  {from}");
     }
-    for c in &e.change {
-        let _ = writeln!(out, "  to change: {c}");
+    if !e.change.is_empty() {
+        let _ = writeln!(out, "  to change it:");
+        for c in &e.change {
+            let _ = writeln!(out, "    - {c}");
+        }
     }
     out.push('\n');
 }

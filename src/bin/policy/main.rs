@@ -6,12 +6,17 @@
 
 mod check;
 mod common;
+mod diff;
 mod explain;
+mod files;
+mod fmt;
+mod matrix;
 mod measure;
 mod plan;
 mod replay;
 mod runtime_args;
 mod search;
+mod test;
 
 use std::process::ExitCode;
 
@@ -34,8 +39,12 @@ struct Cli {
 enum Command {
     /// Parse and lint policy files (a folder means every `*.policy` in it)
     Check(check::Args),
-    /// Why an item is active, deferred or hidden
+    /// Why an item is active, deferred or hidden; with a registry and no item, the decision matrix
     Explain(explain::Args),
+    /// Rewrite policy files in canonical form (`--check` shows the diff instead)
+    Fmt(fmt::Args),
+    /// Run `*.test.toml` expectation files against their policies
+    Test(test::Args),
     /// The first turn's plan: declared, deferred and hidden tools, catalog, skills, tokens
     Plan(plan::Args),
     /// What a search would activate
@@ -51,6 +60,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check(a) => check::run(a),
         Command::Explain(a) => explain::run(a),
+        Command::Fmt(a) => fmt::run(a),
+        Command::Test(a) => test::run(a),
         Command::Plan(a) => plan::run(a),
         Command::Search(a) => search::run(a),
         Command::Replay(a) => replay::run(a),

@@ -1,0 +1,394 @@
+//! `policy test PATH...`: runs expectation files against their policies.
+//!
+//! An expectation file is TOML, by convention `NAME.test.toml` beside
+//! `NAME.policy`:
+//!
+//! ```toml
+//! policy = "pi-desktop.policy"   # optional: the file's stem minus `.test`, plus `.policy`
+//! registry = "tools.json"        # optional, relative to this file
+//! skills = "skills.json"         # optional, relative to this file
+//!
+//! [[case]]
+//! mode = "chat"                  # optional when the policy has no modes
+//! bot = "reviewer"               # optional
+//! flags = ["codemode"]           # optional
+//! item = "Bash"                  # a tool name, or `skill:NAME`
+//! expect = "deferred"            # active | deferred | hidden
+//! cause = "defer"                # optional: guard, search, hide, grant, nodefer,
+//!                                # switch, defer, hint, default, model_invocable
+//! ```
+//!
+//! A case may also give the item's facts when no registry does: `source`,
+//! `defer_loading` (the registry hint) and, for a skill, `model_invocable`; and
+//! the runtime's own `grants`. A folder means every `*.test.toml` in it.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use serde::{Deserialize, Serialize};
+use toolpolicy::decision::{CauseKind, Exposure};
+use toolpolicy::explain::rule_ref;
+use toolpolicy::{Context, ItemRef, Origin, Policy, Registry, SkillList, Table};
+
+use crate::common::{self, CliError, Format};
+
+#[derive(clap::Args)]
+#[command(
+    after_help = "An expectation file, `NAME.test.toml` beside `NAME.policy`:
+
+  [[case]]
+  mode = \"chat\"          # optional when the policy has no modes
+  bot = \"reviewer\"       # optional
+  flags = [\"codemode\"]   # optional
+  item = \"Bash\"          # a tool name, or skill:NAME
+  expect = \"deferred\"    # active | deferred | hidden
+  cause = \"defer\"        # optional
+
+Top-level `policy`, `registry` and `skills` paths (relative to the file) are
+optional; a case may give `source`, `defer_loading` and `model_invocable` for
+an item no registry describes. Ends with `N passed, N failed`; exits 1 on a
+failure, 2 on a bad file."
+)]
+pub struct Args {
+    /// Expectation files, or folders holding `*.test.toml` files
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Also list the cases that pass
+    #[arg(long, short)]
+    verbose: bool,
+    #[arg(long, value_enum, default_value_t)]
+    format: Format,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TestFile {
+    policy: Option<String>,
+    registry: Option<String>,
+    skills: Option<String>,
+    #[serde(default, rename = "case")]
+    cases: Vec<toml::Spanned<Case>>,
+}
+
+#[derive(Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+struct Case {
+    mode: Option<String>,
+    bot: Option<String>,
+    #[serde(default)]
+    flags: Vec<String>,
+    grants: Option<Vec<String>>,
+    item: String,
+    expect: String,
+    cause: Option<String>,
+    source: Option<String>,
+    defer_loading: Option<bool>,
+    model_invocable: Option<bool>,
+}
+
+#[derive(Serialize)]
+struct Outcome {
+    exposure: Exposure,
+    cause: CauseKind,
+    /// The deciding statement, `file:line:column: text`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rule: Option<String>,
+}
+
+#[derive(Serialize)]
+struct CaseReport {
+    file: String,
+    line: usize,
+    item: String,
+    context: Context,
+    expected: String,
+    passed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    actual: Option<Outcome>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    let files = crate::files::expand(&args.paths, ".test.toml")?;
+    if files.is_empty() {
+        return Err(CliError::Usage("no `*.test.toml` files found".into()));
+    }
+    let mut reports = Vec::new();
+    for file in &files {
+        reports.extend(run_file(file, args.format)?);
+    }
+    let passed = reports.iter().filter(|r| r.passed).count();
+    let failed = reports.len() - passed;
+    if args.format == Format::Json {
+        common::print_json(&serde_json::json!({
+            "cases": reports,
+            "passed": passed,
+            "failed": failed,
+        }))?;
+    } else {
+        let mut out = String::new();
+        for r in &reports {
+            if !r.passed || args.verbose {
+                describe(&mut out, r);
+            }
+        }
+        out += &format!("{passed} passed, {failed} failed\n");
+        print!("{out}");
+    }
+    Ok(if failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn describe(out: &mut String, r: &CaseReport) {
+    let ctx = &r.context;
+    let mut place = Vec::new();
+    if let Some(m) = &ctx.mode {
+        place.push(format!("mode `{m}`"));
+    }
+    if let Some(b) = &ctx.bot {
+        place.push(format!("bot `{b}`"));
+    }
+    if !ctx.flags.is_empty() {
+        let f: Vec<String> = ctx.flags.iter().map(|f| format!("`{f}`")).collect();
+        place.push(format!("flags {}", f.join(", ")));
+    }
+    let place = if place.is_empty() {
+        String::new()
+    } else {
+        format!(" in {}", place.join(", "))
+    };
+    let verdict = if r.passed { "ok  " } else { "FAIL" };
+    let _ = writeln!(out, "{verdict} {}:{}: `{}`{place}", r.file, r.line, r.item);
+    if r.passed {
+        return;
+    }
+    let _ = writeln!(out, "  expected: {}", r.expected);
+    match (&r.actual, &r.error) {
+        (Some(a), _) => {
+            let rule = a
+                .rule
+                .as_ref()
+                .map(|r| format!(", by {r}"))
+                .unwrap_or_default();
+            let _ = writeln!(out, "  actual:   {} ({}{rule})", a.exposure, a.cause);
+        }
+        (None, Some(e)) => {
+            let _ = writeln!(out, "  error:    {e}");
+        }
+        (None, None) => {}
+    }
+}
+
+/// `p` relative to the folder of `base`, with `..` folded where it can be,
+/// so that messages show `policies/x.policy`, not `tests/../policies/x.policy`.
+fn relative(base: &Path, p: &str) -> PathBuf {
+    use std::path::Component;
+    let joined = base.parent().unwrap_or(Path::new(".")).join(p);
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            Component::ParentDir
+                if matches!(out.components().next_back(), Some(Component::Normal(_))) =>
+            {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+fn run_file(file: &Path, format: Format) -> Result<Vec<CaseReport>, CliError> {
+    let name = file.display().to_string();
+    let bytes = common::read(file)?;
+    let text =
+        String::from_utf8(bytes).map_err(|_| CliError::Usage(format!("`{name}` is not UTF-8")))?;
+    let doc: TestFile = toml::from_str(&text)
+        .map_err(|e| CliError::Usage(format!("`{name}` is not a valid test file: {e}")))?;
+    let policy_path = match &doc.policy {
+        Some(p) => relative(file, p),
+        None => {
+            let stem = file
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_suffix(".test.toml"))
+                .ok_or_else(|| {
+                    CliError::Usage(format!(
+                        "`{name}`: name the policy with `policy = \"...\"`, or call the file `NAME.test.toml`"
+                    ))
+                })?;
+            relative(file, &format!("{stem}.policy"))
+        }
+    };
+    let registry =
+        common::load_registry(doc.registry.as_ref().map(|p| relative(file, p)).as_deref())?;
+    let skills = common::load_skills(doc.skills.as_ref().map(|p| relative(file, p)).as_deref())?;
+    let line_of = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
+    // Every case is checked before any runs, so a typo is an error, not a failure.
+    for c in &doc.cases {
+        let at = format!("{name}:{}", line_of(c.span().start));
+        if parse_exposure(&c.get_ref().expect).is_none() {
+            return Err(CliError::Usage(format!(
+                "{at}: `expect` is `{}`; use `active`, `deferred` or `hidden`",
+                c.get_ref().expect
+            )));
+        }
+        if let Some(cause) = &c.get_ref().cause
+            && CauseKind::parse(cause).is_none()
+        {
+            return Err(CliError::Usage(format!(
+                "{at}: unknown cause `{cause}`; use guard, search, hide, grant, nodefer, switch, defer, hint, default or model_invocable"
+            )));
+        }
+    }
+    let policy = match common::load_policy(&policy_path, format) {
+        Ok(p) => p,
+        Err(CliError::Reported) => {
+            // The policy's errors are printed; every case fails.
+            return Ok(doc
+                .cases
+                .iter()
+                .map(|c| {
+                    failed_case(
+                        &name,
+                        line_of(c.span().start),
+                        c.get_ref(),
+                        "the policy has errors",
+                    )
+                })
+                .collect());
+        }
+        Err(e) => return Err(e),
+    };
+    // A context always has a mode when the policy declares some (SPEC 2.3).
+    if let Some(c) = doc.cases.iter().find(|c| c.get_ref().mode.is_none()) {
+        if !policy.modes.is_empty() {
+            let modes: Vec<String> = policy.modes.iter().map(|m| format!("`{m}`")).collect();
+            return Err(CliError::Usage(format!(
+                "{name}:{}: the case has no `mode`, and the policy declares {}",
+                line_of(c.span().start),
+                modes.join(", ")
+            )));
+        }
+    }
+    let table = Table::compile(&policy);
+    Ok(doc
+        .cases
+        .iter()
+        .map(|c| {
+            run_case(
+                &policy,
+                &table,
+                registry.as_ref(),
+                skills.as_ref(),
+                &name,
+                line_of(c.span().start),
+                c.get_ref(),
+            )
+        })
+        .collect())
+}
+
+fn parse_exposure(s: &str) -> Option<Exposure> {
+    match s {
+        "active" => Some(Exposure::Active),
+        "deferred" => Some(Exposure::Deferred),
+        "hidden" => Some(Exposure::Hidden),
+        _ => None,
+    }
+}
+
+fn context_of(c: &Case) -> Context {
+    Context {
+        mode: c.mode.clone(),
+        bot: c.bot.clone(),
+        flags: c.flags.iter().cloned().collect(),
+        grants: c.grants.clone(),
+    }
+}
+
+fn expected_text(c: &Case) -> String {
+    match &c.cause {
+        Some(cause) => format!("{} ({cause})", c.expect),
+        None => c.expect.clone(),
+    }
+}
+
+fn failed_case(file: &str, line: usize, c: &Case, error: &str) -> CaseReport {
+    CaseReport {
+        file: file.to_string(),
+        line,
+        item: c.item.clone(),
+        context: context_of(c),
+        expected: expected_text(c),
+        passed: false,
+        actual: None,
+        error: Some(error.to_string()),
+    }
+}
+
+fn run_case(
+    policy: &Policy,
+    table: &Table,
+    registry: Option<&Registry>,
+    skills: Option<&SkillList>,
+    file: &str,
+    line: usize,
+    c: &Case,
+) -> CaseReport {
+    let mut item = match c.item.strip_prefix("skill:") {
+        Some(s) => skills
+            .and_then(|l| l.get(s))
+            .map_or(ItemRef::skill(s), ItemRef::from_skill),
+        None => registry
+            .and_then(|r| r.get(&c.item))
+            .map_or(ItemRef::tool(&c.item), ItemRef::from_tool),
+    };
+    if let Some(s) = &c.source {
+        item.source = Some(s);
+    }
+    if let Some(h) = c.defer_loading {
+        item.defer_hint = h;
+    }
+    if let Some(m) = c.model_invocable {
+        item.model_invocable = m;
+    }
+    let ctx = context_of(c);
+    let resolved = match table.resolve(&ctx) {
+        Ok(r) => r,
+        Err(e) => return failed_case(file, line, c, &e.to_string()),
+    };
+    let d = table.decide(&resolved, &item);
+    let rule = match d.origin {
+        Some(Origin::Rule(i)) => policy.rules.get(i as usize).map(|r| r.span),
+        Some(Origin::Setting(i)) => policy.settings.get(i as usize).map(|s| s.span),
+        None => None,
+    }
+    .map(|span| {
+        let r = rule_ref(policy, span);
+        format!("`{}` at {}:{}:{}", r.text, r.file, r.line, r.column)
+    });
+    let want_exposure = parse_exposure(&c.expect);
+    let want_cause = c.cause.as_deref().and_then(CauseKind::parse);
+    let passed = want_exposure == Some(d.exposure) && want_cause.is_none_or(|k| k == d.cause);
+    CaseReport {
+        file: file.to_string(),
+        line,
+        item: c.item.clone(),
+        context: ctx,
+        expected: expected_text(c),
+        passed,
+        actual: Some(Outcome {
+            exposure: d.exposure,
+            cause: d.cause,
+            rule,
+        }),
+        error: None,
+    }
+}

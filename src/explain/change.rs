@@ -1,0 +1,275 @@
+//! What would change a decision. Every edit proposed here is first made on a
+//! copy of the policy and the item decided again, so a suggestion never says
+//! "remove X to defer it" when something else would keep it declared; the
+//! sentence reports what the edit would really do.
+
+use crate::ast::{Selector, SelectorKind, Span};
+use crate::decision::{CauseKind, Context, Decision, ItemKind, ItemRef, Origin};
+use crate::policy::{Policy, Rule, RuleKind, Scope};
+use crate::reference::applies;
+use crate::table::Table;
+
+use super::matching_selector;
+
+fn decide(policy: &Policy, ctx: &Context, item: &ItemRef<'_>) -> Option<Decision> {
+    let table = Table::compile(policy);
+    let resolved = table.resolve(ctx).ok()?;
+    Some(table.decide(&resolved, item))
+}
+
+fn line(policy: &Policy, span: Span) -> usize {
+    policy.source.line_col(span.start).0
+}
+
+fn at(policy: &Policy, span: Span) -> String {
+    format!("`{}` at line {}", policy.text_of(span), line(policy, span))
+}
+
+/// The item as a selector the formatter would write.
+fn item_selector(item: &ItemRef<'_>) -> String {
+    crate::format::selector(&Selector {
+        kind: match item.kind {
+            ItemKind::Tool => SelectorKind::Tool,
+            ItemKind::Skill => SelectorKind::Skill,
+        },
+        pattern: item.name.to_string(),
+        quoted: false,
+        span: Span::default(),
+    })
+}
+
+/// Rules of `kinds` that count in `ctx` and match the item.
+fn matching(policy: &Policy, ctx: &Context, item: &ItemRef<'_>, kinds: &[RuleKind]) -> Vec<usize> {
+    policy
+        .rules
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| kinds.contains(&r.kind))
+        .filter(|(_, r)| applies(&r.scope, r.when.as_ref(), ctx))
+        .filter(|(_, r)| matching_selector(r, item).is_some())
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// The policy without the selectors of `rules` that match the item (a rule
+/// left empty goes), and the edit in words.
+fn without(policy: &Policy, rules: &[usize], item: &ItemRef<'_>) -> (Policy, String) {
+    let name = item_selector(item);
+    let mut words = Vec::new();
+    let mut copy = policy.clone();
+    for &i in rules {
+        let rule = &policy.rules[i];
+        let hits: Vec<&Selector> = rule
+            .selectors
+            .iter()
+            .filter(|s| matching_selector(&single(rule, s), item).is_some())
+            .collect();
+        words.push(if hits.len() == rule.selectors.len() {
+            format!("remove {}", at(policy, rule.span))
+        } else if hits.iter().all(|s| !s.pattern.contains('*')) {
+            format!("remove `{name}` from {}", at(policy, rule.span))
+        } else {
+            let sel: Vec<String> = hits
+                .iter()
+                .map(|s| format!("`{}`", policy.source.slice(s.span)))
+                .collect();
+            format!(
+                "narrow {} in {} so it leaves out `{name}`",
+                sel.join(", "),
+                at(policy, rule.span)
+            )
+        });
+    }
+    for &i in rules {
+        let rule = &policy.rules[i];
+        copy.rules[i]
+            .selectors
+            .retain(|s| matching_selector(&single(rule, s), item).is_none());
+    }
+    copy.rules.retain(|r| !r.selectors.is_empty());
+    (copy, words.join(" and "))
+}
+
+/// A rule with one of its selectors, to ask whether that selector matches.
+fn single(rule: &Rule, sel: &Selector) -> Rule {
+    Rule {
+        selectors: vec![sel.clone()],
+        ..rule.clone()
+    }
+}
+
+/// A new decision in words, naming what would make it (spans of the copy are
+/// those of the original file).
+fn outcome(policy: &Policy, d: &Decision, kind: ItemKind) -> String {
+    let by = |o: Option<Origin>| match o {
+        Some(Origin::Rule(i)) => policy.rules.get(i as usize).map(|r| at(policy, r.span)),
+        Some(Origin::Setting(i)) => policy.settings.get(i as usize).map(|s| at(policy, s.span)),
+        None => None,
+    };
+    let rule = by(d.origin).unwrap_or_default();
+    match d.cause {
+        CauseKind::Guard => format!("active, as a guard ({rule})"),
+        CauseKind::Search => format!("active, as a search tool ({rule})"),
+        CauseKind::ModelInvocable => "hidden, as the skill is not model-invocable".into(),
+        CauseKind::Hide => format!("hidden, by {rule}"),
+        CauseKind::Grant if d.origin.is_none() => "hidden by the runtime's grants".into(),
+        CauseKind::Grant => {
+            let scope = match d.origin {
+                Some(Origin::Rule(i)) => policy.rules.get(i as usize).map(|r| r.scope.clone()),
+                _ => None,
+            };
+            match scope {
+                Some(Scope::Top) | None => format!("hidden by the top-level grants ({rule})"),
+                Some(s) => format!("hidden by the grants of {s} ({rule})"),
+            }
+        }
+        CauseKind::NoDefer => format!("active, by {rule}"),
+        CauseKind::Switch => format!("active, as {rule} defers nothing"),
+        CauseKind::Defer => format!("deferred, by {rule}"),
+        CauseKind::Hint => "deferred, by its registry entry (`defer_loading: true`)".into(),
+        CauseKind::Default if kind == ItemKind::Skill => "active (listed)".into(),
+        CauseKind::Default => "active, as no rule defers it".into(),
+    }
+}
+
+/// "it would then be ..." or, when the exposure stays, "it would still be ...".
+fn then(policy: &Policy, before: &Decision, after: &Decision, kind: ItemKind) -> String {
+    let when = if before.exposure == after.exposure {
+        "still"
+    } else {
+        "then"
+    };
+    format!("it would {when} be {}", outcome(policy, after, kind))
+}
+
+/// Adds the item to the first restricting grant of each block that does not
+/// let it through, until none is left (or the runtime's grants are the last).
+fn grant_everywhere(
+    policy: &Policy,
+    ctx: &Context,
+    item: &ItemRef<'_>,
+    before: &Decision,
+) -> Option<String> {
+    let mut copy = policy.clone();
+    let mut words = Vec::new();
+    let sel = Selector {
+        kind: match item.kind {
+            ItemKind::Tool => SelectorKind::Tool,
+            ItemKind::Skill => SelectorKind::Skill,
+        },
+        pattern: item.name.to_string(),
+        quoted: false,
+        span: Span::default(),
+    };
+    // One block per round; there are at most four filter blocks.
+    for _ in 0..4 {
+        let d = decide(&copy, ctx, item)?;
+        match (d.cause, d.origin) {
+            (CauseKind::Grant, Some(Origin::Rule(i))) => {
+                let rule = copy.rules.get_mut(i as usize)?;
+                words.push(format!(
+                    "add `{}` to {}",
+                    item_selector(item),
+                    at(policy, rule.span)
+                ));
+                rule.selectors.push(sel.clone());
+            }
+            _ => {
+                return Some(format!(
+                    "{}: {}",
+                    words.join(" and "),
+                    then(&copy, before, &d, item.kind)
+                ));
+            }
+        }
+    }
+    None
+}
+
+pub(super) fn suggestions(
+    policy: &Policy,
+    ctx: &Context,
+    item: &ItemRef<'_>,
+    d: &Decision,
+) -> Vec<String> {
+    let name = item_selector(item);
+    let mut out = Vec::new();
+    let removing = |kinds: &[RuleKind]| -> Option<String> {
+        let rules = matching(policy, ctx, item, kinds);
+        if rules.is_empty() {
+            return None;
+        }
+        let (copy, words) = without(policy, &rules, item);
+        let after = decide(&copy, ctx, item)?;
+        Some(format!("{words}: {}", then(&copy, d, &after, item.kind)))
+    };
+    match d.cause {
+        CauseKind::Guard => out.extend(removing(&[RuleKind::Guard, RuleKind::Search])),
+        CauseKind::Search => out.extend(removing(&[RuleKind::Search])),
+        CauseKind::Hide => out.extend(removing(&[RuleKind::Hide])),
+        CauseKind::Grant if d.origin.is_none() => {
+            out.push("the runtime's grants leave it out: grant it in the context".into());
+        }
+        CauseKind::Grant => out.extend(grant_everywhere(policy, ctx, item, d)),
+        CauseKind::NoDefer => out.extend(removing(&[RuleKind::NoDefer])),
+        CauseKind::Switch => {
+            if let Some(Origin::Setting(i)) = d.origin {
+                let mut copy = policy.clone();
+                copy.settings.remove(i as usize);
+                if let Some(after) = decide(&copy, ctx, item) {
+                    out.push(format!(
+                        "remove {}: {}",
+                        at(policy, policy.settings[i as usize].span),
+                        then(&copy, d, &after, item.kind)
+                    ));
+                }
+            }
+        }
+        CauseKind::Defer | CauseKind::Hint => {
+            out.push(format!(
+                "add `NoDefer({name})` to declare it from the start"
+            ));
+            out.push(format!("add `Hide({name})` to hide it"));
+        }
+        CauseKind::Default if item.kind == ItemKind::Tool => {
+            let search = policy.rules.iter().any(|r| r.kind == RuleKind::Search);
+            out.push(if search {
+                format!("add `Defer({name})` to defer it")
+            } else {
+                format!(
+                    "add `Defer({name})` to defer it, and a `search` tool so the model can find it"
+                )
+            });
+            out.push(format!("add `Hide({name})` to hide it"));
+        }
+        CauseKind::Default => out.push(format!("add `Hide({name})` to hide it")),
+        CauseKind::ModelInvocable => {
+            out.push("the skill list marks it `model_invocable: false`; no rule can list it".into())
+        }
+    }
+    out.extend(flip_flag(policy, ctx, item, d));
+    out
+}
+
+/// When what decided holds under a `when`, the decision with that flag flipped.
+fn flip_flag(policy: &Policy, ctx: &Context, item: &ItemRef<'_>, d: &Decision) -> Option<String> {
+    let when = match d.origin? {
+        Origin::Rule(i) => policy.rules.get(i as usize)?.when.as_ref(),
+        Origin::Setting(i) => policy.settings.get(i as usize)?.when.as_ref(),
+    }?;
+    let mut flipped = ctx.clone();
+    let verb = if flipped.flags.remove(&when.flag) {
+        "unset"
+    } else {
+        flipped.flags.insert(when.flag.clone());
+        "set"
+    };
+    let after = decide(policy, &flipped, item)?;
+    (after.exposure != d.exposure).then(|| {
+        format!(
+            "{verb} the flag `{}`: it would then be {}",
+            when.flag,
+            outcome(policy, &after, item.kind)
+        )
+    })
+}

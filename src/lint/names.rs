@@ -1,0 +1,211 @@
+//! Selectors that match nothing in the registry or skill list (PL105), and
+//! grants that grant nothing (PL106). Quiet unless the items are known.
+
+use std::collections::BTreeSet;
+
+use crate::ast::{Selector, SelectorKind};
+use crate::decision::ItemKind;
+use crate::diag::{Code, Diagnostic, closest};
+use crate::policy::{Condition, Policy, Rule, RuleKind, Scope};
+use crate::reference::glob;
+
+use super::algebra::picks;
+use super::world::World;
+
+/// The kinds of item a selector is checked against: a `source:` selector in a
+/// rule that only concerns tools is checked against the registry alone.
+fn kinds(rule: &Rule, s: &Selector) -> Vec<ItemKind> {
+    let rule_kinds: &[ItemKind] = match rule.kind {
+        RuleKind::Guard | RuleKind::Search | RuleKind::Defer | RuleKind::NoDefer
+            if s.kind == SelectorKind::Source =>
+        {
+            &[ItemKind::Tool]
+        }
+        _ => &[ItemKind::Tool, ItemKind::Skill],
+    };
+    rule_kinds
+        .iter()
+        .copied()
+        .filter(|&k| picks(s, k))
+        .collect()
+}
+
+/// `Some(true)` when every list the selector is checked against is known and it
+/// matches nothing in them.
+fn matches_nothing(w: &World<'_>, rule: &Rule, s: &Selector) -> Option<bool> {
+    let kinds = kinds(rule, s);
+    if kinds.is_empty() || !kinds.iter().all(|&k| w.knows(k)) {
+        return None;
+    }
+    Some(kinds.iter().all(|&k| w.matched(s, k).is_empty()))
+}
+
+fn where_(kinds: &[ItemKind]) -> &'static str {
+    match kinds {
+        [ItemKind::Tool] => "no tool in the registry",
+        [ItemKind::Skill] => "no skill in the skill list",
+        _ => "no tool in the registry and no skill in the skill list",
+    }
+}
+
+/// "did you mean" from the known names (or sources), or a case hint for a
+/// pattern that would match if names were not case-sensitive.
+fn suggestion(w: &World<'_>, s: &Selector, kinds: &[ItemKind]) -> Option<String> {
+    let mut names: BTreeSet<&str> = BTreeSet::new();
+    for &k in kinds {
+        match (s.kind, k) {
+            (SelectorKind::Source, ItemKind::Tool) => names.extend(
+                w.registry
+                    .into_iter()
+                    .flat_map(|r| r.tools())
+                    .filter_map(|t| t.source.as_deref()),
+            ),
+            (SelectorKind::Source, ItemKind::Skill) => names.extend(
+                w.skills
+                    .into_iter()
+                    .flat_map(|l| l.skills())
+                    .filter_map(|t| t.source.as_deref()),
+            ),
+            (_, ItemKind::Tool) => names.extend(
+                w.registry
+                    .into_iter()
+                    .flat_map(|r| r.tools())
+                    .map(|t| t.name.as_str()),
+            ),
+            (_, ItemKind::Skill) => names.extend(
+                w.skills
+                    .into_iter()
+                    .flat_map(|l| l.skills())
+                    .map(|t| t.name.as_str()),
+            ),
+        }
+    }
+    let prefix = match s.kind {
+        SelectorKind::Tool => "",
+        SelectorKind::Skill => "skill:",
+        SelectorKind::Source => "source:",
+    };
+    if !s.pattern.contains('*') {
+        let close = closest(&s.pattern, names.iter().copied());
+        if close.is_empty() {
+            return None;
+        }
+        let list: Vec<String> = close
+            .iter()
+            .take(3)
+            .map(|c| format!("`{prefix}{c}`"))
+            .collect();
+        return Some(format!("did you mean {}", list.join(" or ")));
+    }
+    let lower = s.pattern.to_lowercase();
+    let hit = names.iter().find(|n| glob(&lower, &n.to_lowercase()))?;
+    Some(format!(
+        "names are case-sensitive: `{prefix}{}` does not match `{prefix}{hit}`",
+        s.pattern
+    ))
+}
+
+fn lists(kinds: &[ItemKind]) -> &'static str {
+    match kinds {
+        [ItemKind::Tool] => "registry",
+        [ItemKind::Skill] => "skill list",
+        _ => "registry and skill list",
+    }
+}
+
+fn place(scope: &Scope, when: Option<&Condition>) -> String {
+    let mut s = match scope {
+        Scope::Top => "everywhere".to_string(),
+        Scope::Mode(m) => format!("in mode `{m}`"),
+        Scope::AnyBot => "for every bot".to_string(),
+        Scope::Bot(b) => format!("for bot `{b}`"),
+    };
+    if let Some(c) = when {
+        let state = if c.negated { "not set" } else { "set" };
+        s += &format!(" while `{}` is {state}", c.flag);
+    }
+    s
+}
+
+pub fn check(w: &World<'_>, out: &mut Vec<Diagnostic>) {
+    let policy: &Policy = w.policy;
+    for rule in &policy.rules {
+        let nothing: Vec<Option<bool>> = rule
+            .selectors
+            .iter()
+            .map(|s| matches_nothing(w, rule, s))
+            .collect();
+        if rule.kind == RuleKind::Grant && nothing.iter().all(|n| *n == Some(true)) {
+            out.push(grants_nothing(w, rule));
+            continue;
+        }
+        for (s, n) in rule.selectors.iter().zip(nothing) {
+            if n != Some(true) {
+                continue;
+            }
+            let kinds = kinds(rule, s);
+            let written = policy.source.slice(s.span);
+            let help = suggestion(w, s, &kinds).unwrap_or_else(|| {
+                format!(
+                    "check the spelling against the {}; names are case-sensitive",
+                    lists(&kinds)
+                )
+            });
+            out.push(
+                Diagnostic::new(
+                    Code::MatchesNothing,
+                    s.span,
+                    format!("`{written}` matches {}", where_(&kinds)),
+                )
+                .with_help(help),
+            );
+        }
+    }
+}
+
+fn grants_nothing(w: &World<'_>, rule: &Rule) -> Diagnostic {
+    let policy = w.policy;
+    let text = policy.text_of(rule.span);
+    let mut restricted: Vec<ItemKind> = Vec::new();
+    let mut helps = Vec::new();
+    for s in &rule.selectors {
+        let k = kinds(rule, s);
+        for kind in &k {
+            if !restricted.contains(kind) {
+                restricted.push(*kind);
+            }
+        }
+        if let Some(h) = suggestion(w, s, &k) {
+            helps.push(h);
+        }
+    }
+    restricted.sort_by_key(|k| *k == ItemKind::Skill);
+    let mut message = format!(
+        "`{text}` grants nothing: it matches {}",
+        where_(&restricted)
+    );
+    // The consequence holds only when no other grant shares the block.
+    let alone = policy
+        .rules
+        .iter()
+        .filter(|r| r.kind == RuleKind::Grant && r.scope == rule.scope)
+        .count()
+        == 1;
+    if alone {
+        let hidden = match restricted.as_slice() {
+            [ItemKind::Tool] => "every tool but the guards and search tools is hidden",
+            [ItemKind::Skill] => "every skill is hidden",
+            _ => "every skill, and every tool but the guards and search tools, is hidden",
+        };
+        message += &format!("; {hidden} {}", place(&rule.scope, rule.when.as_ref()));
+    }
+    let help = if helps.is_empty() {
+        format!(
+            "check the names against the {}; names are case-sensitive",
+            lists(&restricted)
+        )
+    } else {
+        helps.join("; ")
+    };
+    Diagnostic::new(Code::GrantsNothing, rule.span, message).with_help(help)
+}

@@ -1,0 +1,304 @@
+//! Rules that never take effect (PL102), and deferred tools that nothing can
+//! discover (PL101).
+//!
+//! A `Defer`, `NoDefer` or `Hide` rule is shadowed when, in every context where
+//! it counts, every item it matches is decided by an earlier line of the
+//! decision procedure (SPEC 2.3). With a registry or skill list the items are
+//! those, and each decision is computed; without, a selector is covered in a
+//! context only when one earlier mechanism decides every item it can match (a
+//! selector that covers it, a grant filter it cannot pass, the global switch).
+//! That is exact for selectors of one kind (see `algebra`) and errs towards
+//! silence otherwise.
+
+use std::collections::BTreeSet;
+
+use crate::ast::Selector;
+use crate::decision::{CauseKind, Decision, ItemKind, Origin};
+use crate::diag::{Code, Diagnostic};
+use crate::policy::{RuleKind, Scope};
+use crate::reference::applies;
+use crate::settings::Key;
+
+use super::algebra::{covers, disjoint, picks};
+use super::world::World;
+
+/// What decides an item before a rule gets its turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Shadower {
+    Rule(usize),
+    Setting(usize),
+    /// The grant filter of a block, named by its first restricting grant.
+    GrantsOf(usize),
+    NotInvocable,
+}
+
+pub enum Verdict {
+    /// The rule matches no known item.
+    Vacuous,
+    /// Some item in some context reaches the rule's line.
+    Effective,
+    Shadowed {
+        by: BTreeSet<Shadower>,
+        /// Whether every item was a known one (registry or skill list).
+        exact: bool,
+    },
+}
+
+/// The line of SPEC 2.3 a cause comes from, in the order lines are tried.
+fn cause_rank(c: CauseKind) -> u8 {
+    match c {
+        CauseKind::Guard => 1,
+        CauseKind::Search => 2,
+        CauseKind::ModelInvocable => 3,
+        CauseKind::Hide => 4,
+        CauseKind::Grant => 5,
+        CauseKind::NoDefer => 6,
+        CauseKind::Switch => 7,
+        CauseKind::Defer => 8,
+        CauseKind::Hint => 9,
+        CauseKind::Default => 10,
+    }
+}
+
+fn rule_rank(k: RuleKind) -> u8 {
+    match k {
+        RuleKind::Guard => 1,
+        RuleKind::Search => 2,
+        RuleKind::Hide => 4,
+        RuleKind::Grant => 5,
+        RuleKind::NoDefer => 6,
+        RuleKind::Defer => 8,
+    }
+}
+
+/// The kinds of item a rule can change: `Defer` and `NoDefer` do nothing to skills.
+pub fn kinds_of(kind: RuleKind) -> &'static [ItemKind] {
+    match kind {
+        RuleKind::Defer | RuleKind::NoDefer | RuleKind::Guard | RuleKind::Search => {
+            &[ItemKind::Tool]
+        }
+        RuleKind::Hide | RuleKind::Grant => &[ItemKind::Tool, ItemKind::Skill],
+    }
+}
+
+fn shadower(d: &Decision) -> Option<Shadower> {
+    match (d.cause, d.origin) {
+        (CauseKind::ModelInvocable, _) => Some(Shadower::NotInvocable),
+        (CauseKind::Grant, Some(Origin::Rule(i))) => Some(Shadower::GrantsOf(i as usize)),
+        (_, Some(Origin::Rule(i))) => Some(Shadower::Rule(i as usize)),
+        (_, Some(Origin::Setting(i))) => Some(Shadower::Setting(i as usize)),
+        _ => None,
+    }
+}
+
+/// Whether a `Defer`, `NoDefer` or `Hide` rule ever decides anything.
+pub fn verdict(w: &World<'_>, ri: usize) -> Verdict {
+    let rule = &w.policy.rules[ri];
+    if !matches!(
+        rule.kind,
+        RuleKind::Defer | RuleKind::NoDefer | RuleKind::Hide
+    ) {
+        return Verdict::Effective;
+    }
+    let rank = rule_rank(rule.kind);
+    // Each selector with each kind of item it can change: the known items it
+    // matches, or `None` to reason about every possible item.
+    let pairs: Vec<(&Selector, ItemKind, Option<Vec<usize>>)> = rule
+        .selectors
+        .iter()
+        .flat_map(|s| {
+            kinds_of(rule.kind)
+                .iter()
+                .filter(|&&k| picks(s, k))
+                .map(move |&k| (s, k, w.knows(k).then(|| w.matched(s, k))))
+        })
+        .collect();
+    let mut by = BTreeSet::new();
+    let mut exact = true;
+    for c in w.contexts_of(rule) {
+        for (s, kind, items) in &pairs {
+            match items {
+                Some(items) => {
+                    for &i in items {
+                        let d = w.decision(c, *kind, i);
+                        match shadower(&d) {
+                            Some(sh) if cause_rank(d.cause) < rank => {
+                                by.insert(sh);
+                            }
+                            _ => return Verdict::Effective,
+                        }
+                    }
+                }
+                None => match covered(w, c, ri, s, *kind) {
+                    Some(sh) => {
+                        exact = false;
+                        by.insert(sh);
+                    }
+                    None => return Verdict::Effective,
+                },
+            }
+        }
+    }
+    if by.is_empty() {
+        Verdict::Vacuous
+    } else {
+        Verdict::Shadowed { by, exact }
+    }
+}
+
+/// Without known items: what decides every item of `kind` that `s` can match,
+/// before rule `ri` does, in context `c` — if one thing does.
+fn covered(w: &World<'_>, c: usize, ri: usize, s: &Selector, kind: ItemKind) -> Option<Shadower> {
+    let policy = w.policy;
+    let rule = &policy.rules[ri];
+    let ctx = &w.contexts[c];
+    let first_covering = |k: RuleKind| {
+        policy.rules.iter().enumerate().find_map(|(i, r)| {
+            (r.kind == k
+                && applies(&r.scope, r.when.as_ref(), ctx)
+                && r.selectors.iter().any(|t| covers(t, s, kind)))
+            .then_some(Shadower::Rule(i))
+        })
+    };
+    if kind == ItemKind::Tool
+        && let Some(sh) =
+            first_covering(RuleKind::Guard).or_else(|| first_covering(RuleKind::Search))
+    {
+        return Some(sh);
+    }
+    if rule.kind == RuleKind::Hide {
+        return None;
+    }
+    if let Some(sh) = first_covering(RuleKind::Hide) {
+        return Some(sh);
+    }
+    for block in w.filter_blocks(c) {
+        let grants = w.grants_in(c, &block);
+        let restricting = grants
+            .iter()
+            .copied()
+            .find(|&g| policy.rules[g].selectors.iter().any(|t| picks(t, kind)));
+        if let Some(first) = restricting
+            && grants.iter().all(|&g| {
+                policy.rules[g]
+                    .selectors
+                    .iter()
+                    .all(|t| disjoint(t, s, kind))
+            })
+        {
+            return Some(Shadower::GrantsOf(first));
+        }
+    }
+    if rule.kind != RuleKind::Defer {
+        return None;
+    }
+    if let Some(sh) = first_covering(RuleKind::NoDefer) {
+        return Some(sh);
+    }
+    if !w.settings(c).defer_loading {
+        return w.resolved[c]
+            .setting_origin(Key::DeferLoading)
+            .map(|i| Shadower::Setting(i as usize));
+    }
+    None
+}
+
+fn describe(w: &World<'_>, sh: Shadower) -> String {
+    let policy = w.policy;
+    let at = |span: crate::ast::Span| {
+        format!(
+            "`{}` at line {}",
+            policy.text_of(span),
+            policy.source.line_col(span.start).0
+        )
+    };
+    match sh {
+        Shadower::Rule(i) => at(policy.rules[i].span),
+        Shadower::Setting(i) => at(policy.settings[i].span),
+        Shadower::GrantsOf(i) => {
+            let r = &policy.rules[i];
+            match &r.scope {
+                Scope::Top => format!("the top-level grants ({})", at(r.span)),
+                s => format!("the grants of {s} ({})", at(r.span)),
+            }
+        }
+        Shadower::NotInvocable => "`model_invocable: false` in the skill list".to_string(),
+    }
+}
+
+/// PL102 for each shadowed rule (except those `skip` says are already reported
+/// as naming only guards), and PL101 for each effective `Defer` when the model
+/// has no search tool to find what it defers.
+pub fn check(w: &World<'_>, skip: &[bool], out: &mut Vec<Diagnostic>) {
+    let policy = w.policy;
+    let declared_search = policy.rules.iter().any(|r| r.kind == RuleKind::Search);
+    let search_in_registry = w
+        .registry
+        .is_none_or(|reg| !w.table.search_order(reg).is_empty());
+    for (ri, rule) in policy.rules.iter().enumerate() {
+        match verdict(w, ri) {
+            Verdict::Shadowed { by, exact } if !skip[ri] => {
+                let what = match (rule.kind, exact) {
+                    (RuleKind::Hide, true) => "every known item it matches",
+                    (RuleKind::Hide, false) => "every item it can match",
+                    (_, true) => "every registry tool it matches",
+                    (_, false) => "every tool it can match",
+                };
+                let mut names: Vec<String> = by.iter().take(3).map(|&s| describe(w, s)).collect();
+                if by.len() > 3 {
+                    names.push(format!("{} more", by.len() - 3));
+                }
+                let help = match rule.kind {
+                    RuleKind::Defer => {
+                        "guards, search tools, `Hide`, grants, `NoDefer` and `defer_loading = false` all decide before `Defer`; remove this rule, or change the one that decides first"
+                    }
+                    RuleKind::NoDefer => {
+                        "guards, search tools, `Hide` and grants decide before `NoDefer`; remove this rule, or change the one that decides first"
+                    }
+                    _ => {
+                        "guards and search tools are never hidden; remove this rule, or change the one that decides first"
+                    }
+                };
+                out.push(
+                    Diagnostic::new(
+                        Code::Shadowed,
+                        rule.span,
+                        format!(
+                            "`{}` never takes effect: {what} is decided first, by {}",
+                            policy.text_of(rule.span),
+                            names.join(", ")
+                        ),
+                    )
+                    .with_help(help),
+                );
+            }
+            Verdict::Effective if rule.kind == RuleKind::Defer => {
+                let (message, help) = if !declared_search {
+                    (
+                        "no `search` tool is declared",
+                        "declare the discovery tool at top level, e.g. `search ToolSearch`",
+                    )
+                } else if !search_in_registry {
+                    (
+                        "no `search` tool of the policy is in the registry",
+                        "add the search tool to the registry, or correct its name in the `search` statement",
+                    )
+                } else {
+                    continue;
+                };
+                out.push(
+                    Diagnostic::new(
+                        Code::Undiscoverable,
+                        rule.span,
+                        format!(
+                            "`{}` defers tools, but {message}: the model can neither find nor load them",
+                            policy.text_of(rule.span)
+                        ),
+                    )
+                    .with_help(help),
+                );
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,232 @@
+//! `policy fmt`, `policy test`, and the edges of `check` and `explain`, run as
+//! a user runs them. Every bundled policy ships an expectation file, and CI
+//! runs them all through this test.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn policy(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_policy"))
+        .args(args)
+        .current_dir(root())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("policy runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A fresh scratch folder for one test, removed when the test ends.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn scratch(name: &str) -> Scratch {
+    let dir = std::env::temp_dir().join(format!("toolpolicy-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch folder");
+    Scratch(dir)
+}
+
+#[test]
+fn every_bundled_policy_has_passing_expectations() {
+    for entry in std::fs::read_dir(root().join("policies")).expect("policies/") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|e| e == "policy") {
+            let tests = path.with_extension("test.toml");
+            assert!(
+                tests.exists(),
+                "{} has no {}",
+                path.display(),
+                tests.display()
+            );
+        }
+    }
+    let out = policy(&["test", "policies"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    let last = stdout.lines().last().unwrap_or_default();
+    assert!(last.ends_with(" passed, 0 failed"), "{stdout}");
+}
+
+#[test]
+fn bundled_policies_are_formatted_and_clean() {
+    let out = policy(&["fmt", "--check", "policies"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    let out = policy(&["check", "--deny-warnings", "policies"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+}
+
+#[test]
+fn fmt_rewrites_in_place_and_then_has_nothing_to_do() {
+    let dir = scratch("fmt");
+    let file = dir.join("messy.policy");
+    std::fs::copy(root().join("tests/data/fmt/messy.policy"), &file).expect("copy");
+    let f = file.to_str().expect("utf-8 path");
+    assert_eq!(policy(&["fmt", "--check", f]).status.code(), Some(1));
+    let out = policy(&["fmt", f]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("1 file reformatted"),
+        "{}",
+        text(&out.stderr)
+    );
+    let formatted = std::fs::read_to_string(&file).expect("readable");
+    assert!(formatted.contains("mode agent {\n  NoDefer(Read, Bash)  # the everyday tools\n"));
+    let out = policy(&["fmt", "--check", f]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text(&out.stdout).is_empty());
+}
+
+#[test]
+fn fmt_refuses_a_policy_with_errors_and_leaves_it_alone() {
+    let dir = scratch("fmt-bad");
+    let file = dir.join("bad.policy");
+    std::fs::write(&file, "Defr(x)\n").expect("write");
+    let out = policy(&["fmt", file.to_str().expect("utf-8 path")]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("PL004"), "{}", text(&out.stderr));
+    assert_eq!(
+        std::fs::read_to_string(&file).expect("readable"),
+        "Defr(x)\n"
+    );
+}
+
+#[test]
+fn fmt_reads_standard_input() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_policy"))
+        .args(["fmt", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("policy runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"defer( a ,b )\n")
+        .expect("write");
+    let out = child.wait_with_output().expect("finishes");
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(text(&out.stdout), "Defer(a, b)\n");
+}
+
+#[test]
+fn fmt_stdout_prints_without_writing() {
+    let out = policy(&["fmt", "--stdout", "tests/data/fmt/messy.policy"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text(&out.stdout).starts_with("# A policy written in a hurry.\nguard new_context\n"));
+    let on_disk =
+        std::fs::read_to_string(root().join("tests/data/fmt/messy.policy")).expect("readable");
+    assert!(
+        on_disk.contains("GUARD new_context"),
+        "--stdout must not write"
+    );
+}
+
+#[test]
+fn test_exit_codes() {
+    let dir = scratch("test");
+    std::fs::copy(
+        root().join("policies/pi-desktop.policy"),
+        dir.join("p.policy"),
+    )
+    .expect("copy");
+    let case = |body: &str| {
+        let file = dir.join("p.test.toml");
+        std::fs::write(&file, body).expect("write");
+        policy(&["test", file.to_str().expect("utf-8 path")])
+    };
+    let pass = case("[[case]]\nmode = \"agent\"\nitem = \"Bash\"\nexpect = \"active\"\n");
+    assert_eq!(pass.status.code(), Some(0));
+    assert_eq!(text(&pass.stdout), "1 passed, 0 failed\n");
+    let fail = case("[[case]]\nmode = \"chat\"\nitem = \"Bash\"\nexpect = \"active\"\n");
+    assert_eq!(fail.status.code(), Some(1));
+    assert!(text(&fail.stdout).ends_with("0 passed, 1 failed\n"));
+    // A typo in the file, a missing mode, an unknown cause: usage errors.
+    let typo = case("[[case]]\nmode = \"chat\"\nitem = \"Bash\"\nexpcet = \"active\"\n");
+    assert_eq!(typo.status.code(), Some(2));
+    assert!(text(&typo.stderr).contains("unknown field `expcet`"));
+    let no_mode = case("[[case]]\nitem = \"Bash\"\nexpect = \"active\"\n");
+    assert_eq!(no_mode.status.code(), Some(2));
+    let cause = case(
+        "[[case]]\nmode = \"chat\"\nitem = \"Bash\"\nexpect = \"deferred\"\ncause = \"deferred\"\n",
+    );
+    assert_eq!(cause.status.code(), Some(2));
+    assert_eq!(
+        policy(&["test", "no/such.test.toml"]).status.code(),
+        Some(2)
+    );
+}
+
+#[test]
+fn test_uses_a_registry_for_item_facts() {
+    let dir = scratch("test-registry");
+    std::fs::copy(
+        root().join("policies/github-toolsets.policy"),
+        dir.join("gh.policy"),
+    )
+    .expect("copy");
+    std::fs::copy(
+        root().join("tests/data/lint/registry.json"),
+        dir.join("tools.json"),
+    )
+    .expect("copy");
+    let file = dir.join("gh.test.toml");
+    std::fs::write(
+        &file,
+        "registry = \"tools.json\"\n\n[[case]]\nmode = \"coding\"\nitem = \"create_issue\"\nexpect = \"deferred\"\ncause = \"defer\"\n",
+    )
+    .expect("write");
+    let out = policy(&["test", file.to_str().expect("utf-8 path")]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    // The matrix needs a registry; --max-tokens needs one too.
+    let out = policy(&["explain", "--policy", "policies/pi-desktop.policy"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--registry"));
+    let out = policy(&["check", "--max-tokens", "100", "policies/pi-desktop.policy"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn explain_notes_an_item_the_registry_lacks() {
+    let out = policy(&[
+        "explain",
+        "Raed",
+        "--policy",
+        "policies/pi-desktop.policy",
+        "--mode",
+        "agent",
+        "--registry",
+        "tests/data/lint/registry.json",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        text(&out.stdout).starts_with(
+            "note: `Raed` is not in the registry: decided by its name alone (did you mean `Read`)"
+        ),
+        "{}",
+        text(&out.stdout)
+    );
+}

@@ -1,0 +1,347 @@
+//! The lints claim things about decisions; here the claims are checked against
+//! the decisions themselves, over random policies. A rule reported as shadowed
+//! (PL102) or repeated (PL103), or a selector reported as naming only guards
+//! (PL104), can be removed without changing any decision in any context the
+//! policy can be asked about — for every possible item without a registry, for
+//! the registry's items with one. A `Defer` reported as undiscoverable (PL101)
+//! with a registry does defer a registry tool somewhere.
+
+use proptest::prelude::*;
+use toolpolicy::diag::Code;
+use toolpolicy::lint::{Options, lint_with};
+use toolpolicy::registry::{Skill, Tool};
+use toolpolicy::{
+    Context, Decision, Exposure, ItemKind, ItemRef, Policy, Registry, SkillList, Table,
+};
+
+const SCOPES: [&str; 6] = ["", "mode m1", "mode m2", "bot *", "bot r1", "bot r2"];
+const WORDS: [&str; 4] = ["Defer", "NoDefer", "Hide", "Grant"];
+
+/// `when [!]fN`: negated, flag number.
+type Cond = Option<(bool, usize)>;
+
+#[derive(Debug, Clone)]
+struct GenRule {
+    word: usize,
+    selectors: Vec<String>,
+    scope: usize,
+    when: Option<(bool, usize)>,
+}
+
+#[derive(Debug, Clone)]
+struct GenPolicy {
+    guards: Vec<String>,
+    searches: Vec<String>,
+    rules: Vec<GenRule>,
+    switches: Vec<(usize, Cond, bool)>,
+}
+
+fn pattern() -> impl Strategy<Value = String> {
+    "[ab*]{1,3}"
+}
+
+fn selector() -> impl Strategy<Value = String> {
+    prop_oneof![
+        4 => pattern(),
+        1 => pattern().prop_map(|p| format!("skill:{p}")),
+        1 => pattern().prop_map(|p| format!("source:{p}")),
+    ]
+}
+
+fn condition() -> impl Strategy<Value = Option<(bool, usize)>> {
+    prop_oneof![3 => Just(None), 1 => (any::<bool>(), 0..2usize).prop_map(Some)]
+}
+
+fn rule() -> impl Strategy<Value = GenRule> {
+    (
+        0..4usize,
+        prop::collection::vec(selector(), 1..3),
+        0..6usize,
+        condition(),
+    )
+        .prop_map(|(word, selectors, scope, when)| GenRule {
+            word,
+            selectors,
+            scope,
+            when,
+        })
+}
+
+fn policy() -> impl Strategy<Value = GenPolicy> {
+    (
+        prop::collection::vec(pattern(), 0..2),
+        prop::collection::vec(pattern(), 0..2),
+        prop::collection::vec(rule(), 1..9),
+        prop::collection::vec((0..6usize, condition(), any::<bool>()), 0..3),
+    )
+        .prop_map(|(guards, searches, rules, mut switches)| {
+            let mut seen = std::collections::HashSet::new();
+            switches.retain(|(s, c, _)| seen.insert((*s, *c)));
+            GenPolicy {
+                guards,
+                searches,
+                rules,
+                switches,
+            }
+        })
+}
+
+fn render(p: &GenPolicy) -> String {
+    let cond = |c: Option<(bool, usize)>| {
+        c.map(|(neg, f)| format!("when {}f{f}", if neg { "!" } else { "" }))
+    };
+    let mut out = String::new();
+    if !p.guards.is_empty() {
+        out += &format!("guard {}\n", p.guards.join(", "));
+    }
+    if !p.searches.is_empty() {
+        out += &format!("search {}\n", p.searches.join(", "));
+    }
+    for (scope, head) in SCOPES.iter().enumerate() {
+        let mut body = String::new();
+        let rules = p.rules.iter().filter(|r| r.scope == scope);
+        let stmts = rules
+            .map(|r| {
+                (
+                    format!("{}({})", WORDS[r.word], r.selectors.join(", ")),
+                    r.when,
+                )
+            })
+            .chain(
+                p.switches
+                    .iter()
+                    .filter(|s| s.0 == scope)
+                    .map(|(_, c, v)| (format!("defer_loading = {v}"), *c)),
+            );
+        for (stmt, when) in stmts {
+            match cond(when) {
+                Some(c) => body += &format!("{c} {{\n{stmt}\n}}\n"),
+                None => body += &format!("{stmt}\n"),
+            }
+        }
+        if head.is_empty() {
+            out += &body;
+        } else {
+            out += &format!("{head} {{\n{body}}}\n");
+        }
+    }
+    out
+}
+
+#[derive(Debug, Clone)]
+struct GenItem {
+    skill: bool,
+    name: String,
+    source: Option<String>,
+    hint: bool,
+    invocable: bool,
+}
+
+fn item() -> impl Strategy<Value = GenItem> {
+    (
+        prop::bool::weighted(0.3),
+        "[ab]{0,3}",
+        prop::option::of("[ab]{0,2}"),
+        any::<bool>(),
+        prop::bool::weighted(0.8),
+    )
+        .prop_map(|(skill, name, source, hint, invocable)| GenItem {
+            skill,
+            name,
+            source,
+            hint,
+            invocable,
+        })
+}
+
+impl GenItem {
+    fn as_ref(&self) -> ItemRef<'_> {
+        ItemRef {
+            kind: if self.skill {
+                ItemKind::Skill
+            } else {
+                ItemKind::Tool
+            },
+            name: &self.name,
+            source: self.source.as_deref(),
+            defer_hint: self.hint,
+            model_invocable: self.invocable,
+        }
+    }
+}
+
+/// Every context that can differ: no mode or a declared one, no bot, each bot
+/// with a block, a bot without one, and every subset of the flags.
+fn contexts() -> Vec<Context> {
+    let mut out = Vec::new();
+    for mode in [None, Some("m1"), Some("m2")] {
+        for bot in [None, Some("r1"), Some("r2"), Some("r3")] {
+            for flags in [vec![], vec!["f0"], vec!["f1"], vec!["f0", "f1"]] {
+                out.push(Context {
+                    mode: mode.map(str::to_string),
+                    bot: bot.map(str::to_string),
+                    flags: flags.into_iter().map(str::to_string).collect(),
+                    grants: None,
+                });
+            }
+        }
+    }
+    out
+}
+
+fn load(text: &str) -> Policy {
+    Policy::parse("gen.policy", text)
+        .unwrap_or_else(|e| panic!("generated policy fails:\n{text}\n{e}"))
+}
+
+/// Exposure and cause of each item in each context.
+fn decisions(text: &str, items: &[ItemRef<'_>]) -> Vec<(Exposure, toolpolicy::CauseKind)> {
+    let policy = load(text);
+    let table = Table::compile(&policy);
+    let mut out = Vec::new();
+    for ctx in contexts() {
+        let r = table.resolve(&ctx).expect("declared mode");
+        for it in items {
+            let Decision {
+                exposure, cause, ..
+            } = table.decide(&r, it);
+            out.push((exposure, cause));
+        }
+    }
+    out
+}
+
+/// The text with a selector removed, with the separator next to it; `None`
+/// when it is a rule's only selector.
+fn without_selector(text: &str, start: usize, end: usize) -> Option<String> {
+    if text[end..].starts_with(", ") {
+        Some(format!("{}{}", &text[..start], &text[end + 2..]))
+    } else if text[..start].ends_with(", ") {
+        Some(format!("{}{}", &text[..start - 2], &text[end..]))
+    } else {
+        None
+    }
+}
+
+fn registry_of(items: &[GenItem]) -> (Registry, SkillList) {
+    let mut tools: Vec<Tool> = Vec::new();
+    let mut skills: Vec<Skill> = Vec::new();
+    for it in items {
+        if it.skill {
+            if skills.iter().all(|s| s.name != it.name) {
+                skills.push(Skill {
+                    name: it.name.clone(),
+                    key: None,
+                    description: String::new(),
+                    source: it.source.clone(),
+                    model_invocable: it.invocable,
+                });
+            }
+        } else if tools.iter().all(|t| t.name != it.name) {
+            tools.push(Tool {
+                name: it.name.clone(),
+                description: "A tool.".into(),
+                parameters: serde_json::json!({}),
+                source: it.source.clone(),
+                defer_loading: it.hint,
+            });
+        }
+    }
+    (
+        Registry::new(tools).expect("unique names"),
+        SkillList::new(skills).expect("unique names"),
+    )
+}
+
+fn check_claims(text: &str, options: Options<'_>, items: &[ItemRef<'_>]) -> Result<(), String> {
+    let policy = load(text);
+    let before = decisions(text, items);
+    for d in lint_with(&policy, &options) {
+        let (s, e) = (d.span.start, d.span.end);
+        let whole_rule = policy.rules.iter().position(|r| r.span == d.span);
+        let edited = match (d.code, whole_rule) {
+            (Code::Shadowed | Code::Redundant, Some(_)) => {
+                Some(format!("{}{}", &text[..s], &text[e..]))
+            }
+            (Code::Redundant, None) => without_selector(text, s, e),
+            (Code::NoEffectOnGuard, _) => {
+                let rule = policy
+                    .rules
+                    .iter()
+                    .find(|r| r.span.start <= s && e <= r.span.end)
+                    .expect("in a rule");
+                let tool_grants = rule
+                    .selectors
+                    .iter()
+                    .filter(|t| t.kind != toolpolicy::ast::SelectorKind::Skill)
+                    .count();
+                // Removing a `Grant`'s only tool selector lifts its restriction.
+                if rule.kind == toolpolicy::policy::RuleKind::Grant && tool_grants < 2 {
+                    None
+                } else {
+                    without_selector(text, s, e).or_else(|| {
+                        Some(format!(
+                            "{}{}",
+                            &text[..rule.span.start],
+                            &text[rule.span.end..]
+                        ))
+                    })
+                }
+            }
+            _ => None,
+        };
+        if let Some(edited) = edited
+            && decisions(&edited, items) != before
+        {
+            return Err(format!(
+                "{} {} is wrong: removing it changes decisions\n--- policy\n{text}--- edited\n{edited}",
+                d.code, d.message
+            ));
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn lint_claims_hold_for_every_item(p in policy(), items in prop::collection::vec(item(), 1..16)) {
+        let text = render(&p);
+        let refs: Vec<ItemRef<'_>> = items.iter().map(GenItem::as_ref).collect();
+        if let Err(e) = check_claims(&text, Options::default(), &refs) {
+            prop_assert!(false, "{}", e);
+        }
+    }
+
+    #[test]
+    fn lint_claims_hold_for_a_registry(p in policy(), items in prop::collection::vec(item(), 1..12)) {
+        let text = render(&p);
+        let (registry, skills) = registry_of(&items);
+        let refs: Vec<ItemRef<'_>> = registry
+            .tools()
+            .iter()
+            .map(ItemRef::from_tool)
+            .chain(skills.skills().iter().map(ItemRef::from_skill))
+            .collect();
+        let options = Options { registry: Some(&registry), skills: Some(&skills), max_tokens: None };
+        if let Err(e) = check_claims(&text, options, &refs) {
+            prop_assert!(false, "{}", e);
+        }
+        // An undiscoverable Defer does defer one of the registry's tools.
+        let policy = load(&text);
+        let table = Table::compile(&policy);
+        for d in lint_with(&policy, &options).iter().filter(|d| d.code == Code::Undiscoverable) {
+            let ri = policy.rules.iter().position(|r| r.span == d.span).expect("a rule") as u32;
+            let defers = contexts().iter().any(|ctx| {
+                let r = table.resolve(ctx).expect("declared mode");
+                registry.tools().iter().any(|t| {
+                    let it = ItemRef::from_tool(t);
+                    table.decide(&r, &it).exposure == Exposure::Deferred
+                        && table.matching_rules(&it).contains(&ri)
+                })
+            });
+            prop_assert!(defers, "{} but it defers nothing\n{}", d.message, text);
+        }
+    }
+}
