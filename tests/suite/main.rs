@@ -1,5 +1,6 @@
 //! One integration test binary: every module below is a group of tests.
 
+mod arbitrary;
 mod cli_tools;
 mod diagnostics_doc;
 mod fixtures;

@@ -10,164 +10,13 @@ use proptest::prelude::*;
 use toolpolicy::diag::Code;
 use toolpolicy::lint::{Options, lint_with};
 use toolpolicy::registry::{Skill, Tool};
-use toolpolicy::{
-    Context, Decision, Exposure, ItemKind, ItemRef, Policy, Registry, SkillList, Table,
-};
+use toolpolicy::{Context, Decision, Exposure, ItemRef, Policy, Registry, SkillList, Table};
 
-const SCOPES: [&str; 6] = ["", "mode m1", "mode m2", "bot *", "bot r1", "bot r2"];
-const WORDS: [&str; 4] = ["Defer", "NoDefer", "Hide", "Grant"];
+use crate::arbitrary::{GenItem, policy, render};
 
-/// `when [!]fN`: negated, flag number.
-type Cond = Option<(bool, usize)>;
-
-#[derive(Debug, Clone)]
-struct GenRule {
-    word: usize,
-    selectors: Vec<String>,
-    scope: usize,
-    when: Option<(bool, usize)>,
-}
-
-#[derive(Debug, Clone)]
-struct GenPolicy {
-    guards: Vec<String>,
-    searches: Vec<String>,
-    rules: Vec<GenRule>,
-    switches: Vec<(usize, Cond, bool)>,
-}
-
-fn pattern() -> impl Strategy<Value = String> {
-    "[ab*]{1,3}"
-}
-
-fn selector() -> impl Strategy<Value = String> {
-    prop_oneof![
-        4 => pattern(),
-        1 => pattern().prop_map(|p| format!("skill:{p}")),
-        1 => pattern().prop_map(|p| format!("source:{p}")),
-    ]
-}
-
-fn condition() -> impl Strategy<Value = Option<(bool, usize)>> {
-    prop_oneof![3 => Just(None), 1 => (any::<bool>(), 0..2usize).prop_map(Some)]
-}
-
-fn rule() -> impl Strategy<Value = GenRule> {
-    (
-        0..4usize,
-        prop::collection::vec(selector(), 1..3),
-        0..6usize,
-        condition(),
-    )
-        .prop_map(|(word, selectors, scope, when)| GenRule {
-            word,
-            selectors,
-            scope,
-            when,
-        })
-}
-
-fn policy() -> impl Strategy<Value = GenPolicy> {
-    (
-        prop::collection::vec(pattern(), 0..2),
-        prop::collection::vec(pattern(), 0..2),
-        prop::collection::vec(rule(), 1..9),
-        prop::collection::vec((0..6usize, condition(), any::<bool>()), 0..3),
-    )
-        .prop_map(|(guards, searches, rules, mut switches)| {
-            let mut seen = std::collections::HashSet::new();
-            switches.retain(|(s, c, _)| seen.insert((*s, *c)));
-            GenPolicy {
-                guards,
-                searches,
-                rules,
-                switches,
-            }
-        })
-}
-
-fn render(p: &GenPolicy) -> String {
-    let cond = |c: Option<(bool, usize)>| {
-        c.map(|(neg, f)| format!("when {}f{f}", if neg { "!" } else { "" }))
-    };
-    let mut out = String::new();
-    if !p.guards.is_empty() {
-        out += &format!("guard {}\n", p.guards.join(", "));
-    }
-    if !p.searches.is_empty() {
-        out += &format!("search {}\n", p.searches.join(", "));
-    }
-    for (scope, head) in SCOPES.iter().enumerate() {
-        let mut body = String::new();
-        let rules = p.rules.iter().filter(|r| r.scope == scope);
-        let stmts = rules
-            .map(|r| {
-                (
-                    format!("{}({})", WORDS[r.word], r.selectors.join(", ")),
-                    r.when,
-                )
-            })
-            .chain(
-                p.switches
-                    .iter()
-                    .filter(|s| s.0 == scope)
-                    .map(|(_, c, v)| (format!("defer_loading = {v}"), *c)),
-            );
-        for (stmt, when) in stmts {
-            match cond(when) {
-                Some(c) => body += &format!("{c} {{\n{stmt}\n}}\n"),
-                None => body += &format!("{stmt}\n"),
-            }
-        }
-        if head.is_empty() {
-            out += &body;
-        } else {
-            out += &format!("{head} {{\n{body}}}\n");
-        }
-    }
-    out
-}
-
-#[derive(Debug, Clone)]
-struct GenItem {
-    skill: bool,
-    name: String,
-    source: Option<String>,
-    hint: bool,
-    invocable: bool,
-}
-
+/// Items of every kind, the empty name included.
 fn item() -> impl Strategy<Value = GenItem> {
-    (
-        prop::bool::weighted(0.3),
-        "[ab]{0,3}",
-        prop::option::of("[ab]{0,2}"),
-        any::<bool>(),
-        prop::bool::weighted(0.8),
-    )
-        .prop_map(|(skill, name, source, hint, invocable)| GenItem {
-            skill,
-            name,
-            source,
-            hint,
-            invocable,
-        })
-}
-
-impl GenItem {
-    fn as_ref(&self) -> ItemRef<'_> {
-        ItemRef {
-            kind: if self.skill {
-                ItemKind::Skill
-            } else {
-                ItemKind::Tool
-            },
-            name: &self.name,
-            source: self.source.as_deref(),
-            defer_hint: self.hint,
-            model_invocable: self.invocable,
-        }
-    }
+    crate::arbitrary::item(0.3, "[ab]{0,3}")
 }
 
 /// Every context that can differ: no mode or a declared one, no bot, each bot
@@ -306,7 +155,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(400))]
 
     #[test]
-    fn lint_claims_hold_for_every_item(p in policy(), items in prop::collection::vec(item(), 1..16)) {
+    fn lint_claims_hold_for_every_item(p in policy(1..9), items in prop::collection::vec(item(), 1..16)) {
         let text = render(&p);
         let refs: Vec<ItemRef<'_>> = items.iter().map(GenItem::as_ref).collect();
         if let Err(e) = check_claims(&text, Options::default(), &refs) {
@@ -315,7 +164,7 @@ proptest! {
     }
 
     #[test]
-    fn lint_claims_hold_for_a_registry(p in policy(), items in prop::collection::vec(item(), 1..12)) {
+    fn lint_claims_hold_for_a_registry(p in policy(1..9), items in prop::collection::vec(item(), 1..12)) {
         let text = render(&p);
         let (registry, skills) = registry_of(&items);
         let refs: Vec<ItemRef<'_>> = registry

@@ -2,162 +2,9 @@
 //! SPEC 2.3 states, over random policies, contexts and items.
 
 use proptest::prelude::*;
-use toolpolicy::{Context, Exposure, ItemKind, ItemRef, Policy, Table, reference};
+use toolpolicy::{Context, Exposure, ItemRef, Policy, Table, reference};
 
-const SCOPES: [&str; 6] = ["", "mode m1", "mode m2", "bot *", "bot r1", "bot r2"];
-const WORDS: [&str; 4] = ["Defer", "NoDefer", "Hide", "Grant"];
-
-#[derive(Debug, Clone)]
-struct GenRule {
-    word: usize,
-    selectors: Vec<String>,
-    scope: usize,
-    when: Option<(bool, usize)>,
-}
-
-/// A `when` condition: negated, and which flag.
-type Cond = Option<(bool, usize)>;
-
-#[derive(Debug, Clone)]
-struct GenPolicy {
-    guards: Vec<String>,
-    searches: Vec<String>,
-    rules: Vec<GenRule>,
-    /// (scope, condition, defer_loading); at most one per scope and condition.
-    switches: Vec<(usize, Cond, bool)>,
-}
-
-fn pattern() -> impl Strategy<Value = String> {
-    "[ab*]{1,3}"
-}
-
-fn selector() -> impl Strategy<Value = String> {
-    prop_oneof![
-        3 => pattern(),
-        1 => pattern().prop_map(|p| format!("skill:{p}")),
-        1 => pattern().prop_map(|p| format!("source:{p}")),
-    ]
-}
-
-fn condition() -> impl Strategy<Value = Option<(bool, usize)>> {
-    prop_oneof![3 => Just(None), 1 => (any::<bool>(), 0..2usize).prop_map(Some)]
-}
-
-fn rule() -> impl Strategy<Value = GenRule> {
-    (
-        0..4usize,
-        prop::collection::vec(selector(), 1..3),
-        0..6usize,
-        condition(),
-    )
-        .prop_map(|(word, selectors, scope, when)| GenRule {
-            word,
-            selectors,
-            scope,
-            when,
-        })
-}
-
-fn policy() -> impl Strategy<Value = GenPolicy> {
-    (
-        prop::collection::vec(pattern(), 0..2),
-        prop::collection::vec(pattern(), 0..2),
-        prop::collection::vec(rule(), 0..10),
-        prop::collection::vec((0..6usize, condition(), any::<bool>()), 0..4),
-    )
-        .prop_map(|(guards, searches, rules, mut switches)| {
-            let mut seen = std::collections::HashSet::new();
-            switches.retain(|(s, c, _)| seen.insert((*s, *c)));
-            GenPolicy {
-                guards,
-                searches,
-                rules,
-                switches,
-            }
-        })
-}
-
-fn cond_text(c: Option<(bool, usize)>) -> Option<String> {
-    c.map(|(neg, f)| format!("when {}f{f}", if neg { "!" } else { "" }))
-}
-
-/// Renders the generated policy as source text, each scope in one block.
-fn render(p: &GenPolicy) -> String {
-    let mut out = String::new();
-    if !p.guards.is_empty() {
-        out += &format!("guard {}\n", p.guards.join(", "));
-    }
-    if !p.searches.is_empty() {
-        out += &format!("search {}\n", p.searches.join(", "));
-    }
-    for (scope, head) in SCOPES.iter().enumerate() {
-        let mut body = String::new();
-        for r in p.rules.iter().filter(|r| r.scope == scope) {
-            let stmt = format!("{}({})", WORDS[r.word], r.selectors.join(", "));
-            match cond_text(r.when) {
-                Some(c) => body += &format!("{c} {{\n{stmt}\n}}\n"),
-                None => body += &format!("{stmt}\n"),
-            }
-        }
-        for (s, c, v) in &p.switches {
-            if *s == scope {
-                let stmt = format!("defer_loading = {v}");
-                match cond_text(*c) {
-                    Some(c) => body += &format!("{c} {{\n{stmt}\n}}\n"),
-                    None => body += &format!("{stmt}\n"),
-                }
-            }
-        }
-        if head.is_empty() {
-            out += &body;
-        } else {
-            out += &format!("{head} {{\n{body}}}\n");
-        }
-    }
-    out
-}
-
-#[derive(Debug, Clone)]
-struct GenItem {
-    skill: bool,
-    name: String,
-    source: Option<String>,
-    hint: bool,
-    invocable: bool,
-}
-
-fn item() -> impl Strategy<Value = GenItem> {
-    (
-        any::<bool>(),
-        "[ab]{1,3}",
-        prop::option::of("[ab]{1,2}"),
-        any::<bool>(),
-        prop::bool::weighted(0.8),
-    )
-        .prop_map(|(skill, name, source, hint, invocable)| GenItem {
-            skill,
-            name,
-            source,
-            hint,
-            invocable,
-        })
-}
-
-impl GenItem {
-    fn as_ref(&self) -> ItemRef<'_> {
-        ItemRef {
-            kind: if self.skill {
-                ItemKind::Skill
-            } else {
-                ItemKind::Tool
-            },
-            name: &self.name,
-            source: self.source.as_deref(),
-            defer_hint: self.hint,
-            model_invocable: self.invocable,
-        }
-    }
-}
+use crate::arbitrary::{GenPolicy, GenRule, item, policy, render, rule, selector};
 
 fn context() -> impl Strategy<Value = Context> {
     (
@@ -193,7 +40,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(600))]
 
     #[test]
-    fn table_agrees_with_reference(p in policy(), ctx in context(), items in prop::collection::vec(item(), 1..8)) {
+    fn table_agrees_with_reference(p in policy(0..10), ctx in context(), items in prop::collection::vec(item(0.5, "[ab]{1,3}"), 1..8)) {
         let text = render(&p);
         let policy = load(&text);
         let table = Table::compile(&policy);
@@ -215,7 +62,7 @@ proptest! {
     }
 
     #[test]
-    fn guards_and_search_tools_are_never_held_back(p in policy(), ctx in context(), name in "[ab]{1,3}") {
+    fn guards_and_search_tools_are_never_held_back(p in policy(0..10), ctx in context(), name in "[ab]{1,3}") {
         let text = render(&p);
         let policy = load(&text);
         let table = Table::compile(&policy);
@@ -228,7 +75,7 @@ proptest! {
 
     #[test]
     fn adding_nodefer_never_defers_and_adding_defer_never_activates(
-        p in policy(), ctx in context(), it in item(), extra in rule(), nodefer in any::<bool>()
+        p in policy(0..10), ctx in context(), it in item(0.5, "[ab]{1,3}"), extra in rule(), nodefer in any::<bool>()
     ) {
         let before_text = render(&p);
         let mut q = p.clone();
@@ -279,7 +126,7 @@ proptest! {
     }
 
     #[test]
-    fn same_input_same_answer(p in policy(), ctx in context(), it in item()) {
+    fn same_input_same_answer(p in policy(0..10), ctx in context(), it in item(0.5, "[ab]{1,3}")) {
         let text = render(&p);
         let a = Table::compile(&load(&text));
         let b = Table::compile(&load(&text));

@@ -1,0 +1,166 @@
+//! Random policies, items and their rendering as source text, shared by the
+//! property tests.
+
+use proptest::prelude::*;
+use toolpolicy::{ItemKind, ItemRef};
+
+pub const SCOPES: [&str; 6] = ["", "mode m1", "mode m2", "bot *", "bot r1", "bot r2"];
+pub const WORDS: [&str; 4] = ["Defer", "NoDefer", "Hide", "Grant"];
+
+/// `when [!]fN`: negated, flag number.
+pub type Cond = Option<(bool, usize)>;
+
+#[derive(Debug, Clone)]
+pub struct GenRule {
+    /// Index into [`WORDS`].
+    pub word: usize,
+    pub selectors: Vec<String>,
+    /// Index into [`SCOPES`].
+    pub scope: usize,
+    pub when: Cond,
+}
+
+#[derive(Debug, Clone)]
+pub struct GenPolicy {
+    pub guards: Vec<String>,
+    pub searches: Vec<String>,
+    pub rules: Vec<GenRule>,
+    /// (scope, condition, defer_loading); at most one per scope and condition.
+    pub switches: Vec<(usize, Cond, bool)>,
+}
+
+pub fn pattern() -> impl Strategy<Value = String> {
+    "[ab*]{1,3}"
+}
+
+pub fn selector() -> impl Strategy<Value = String> {
+    prop_oneof![
+        3 => pattern(),
+        1 => pattern().prop_map(|p| format!("skill:{p}")),
+        1 => pattern().prop_map(|p| format!("source:{p}")),
+    ]
+}
+
+pub fn condition() -> impl Strategy<Value = Cond> {
+    prop_oneof![3 => Just(None), 1 => (any::<bool>(), 0..2usize).prop_map(Some)]
+}
+
+pub fn rule() -> impl Strategy<Value = GenRule> {
+    (
+        0..4usize,
+        prop::collection::vec(selector(), 1..3),
+        0..6usize,
+        condition(),
+    )
+        .prop_map(|(word, selectors, scope, when)| GenRule {
+            word,
+            selectors,
+            scope,
+            when,
+        })
+}
+
+/// A policy with `rules` rules and up to three `defer_loading` switches.
+pub fn policy(rules: std::ops::Range<usize>) -> impl Strategy<Value = GenPolicy> {
+    (
+        prop::collection::vec(pattern(), 0..2),
+        prop::collection::vec(pattern(), 0..2),
+        prop::collection::vec(rule(), rules),
+        prop::collection::vec((0..6usize, condition(), any::<bool>()), 0..4),
+    )
+        .prop_map(|(guards, searches, rules, mut switches)| {
+            let mut seen = std::collections::HashSet::new();
+            switches.retain(|(s, c, _)| seen.insert((*s, *c)));
+            GenPolicy {
+                guards,
+                searches,
+                rules,
+                switches,
+            }
+        })
+}
+
+/// Renders a generated policy as source text, each scope in one block and
+/// each conditioned statement in a `when` block of its own.
+pub fn render(p: &GenPolicy) -> String {
+    let cond = |c: Cond| c.map(|(neg, f)| format!("when {}f{f}", if neg { "!" } else { "" }));
+    let mut out = String::new();
+    if !p.guards.is_empty() {
+        out += &format!("guard {}\n", p.guards.join(", "));
+    }
+    if !p.searches.is_empty() {
+        out += &format!("search {}\n", p.searches.join(", "));
+    }
+    for (scope, head) in SCOPES.iter().enumerate() {
+        let rules = p.rules.iter().filter(|r| r.scope == scope);
+        let stmts = rules
+            .map(|r| {
+                (
+                    format!("{}({})", WORDS[r.word], r.selectors.join(", ")),
+                    r.when,
+                )
+            })
+            .chain(
+                p.switches
+                    .iter()
+                    .filter(|s| s.0 == scope)
+                    .map(|(_, c, v)| (format!("defer_loading = {v}"), *c)),
+            );
+        let mut body = String::new();
+        for (stmt, when) in stmts {
+            match cond(when) {
+                Some(c) => body += &format!("{c} {{\n{stmt}\n}}\n"),
+                None => body += &format!("{stmt}\n"),
+            }
+        }
+        if head.is_empty() {
+            out += &body;
+        } else {
+            out += &format!("{head} {{\n{body}}}\n");
+        }
+    }
+    out
+}
+
+#[derive(Debug, Clone)]
+pub struct GenItem {
+    pub skill: bool,
+    pub name: String,
+    pub source: Option<String>,
+    pub hint: bool,
+    pub invocable: bool,
+}
+
+/// An item; `skills` is the share of skills, `names` the name's regex.
+pub fn item(skills: f64, names: &'static str) -> impl Strategy<Value = GenItem> {
+    (
+        prop::bool::weighted(skills),
+        names,
+        prop::option::of("[ab]{0,2}"),
+        any::<bool>(),
+        prop::bool::weighted(0.8),
+    )
+        .prop_map(|(skill, name, source, hint, invocable)| GenItem {
+            skill,
+            name,
+            source,
+            hint,
+            invocable,
+        })
+}
+
+impl GenItem {
+    pub fn as_ref(&self) -> ItemRef<'_> {
+        ItemRef {
+            kind: if self.skill {
+                ItemKind::Skill
+            } else {
+                ItemKind::Tool
+            },
+            name: &self.name,
+            source: self.source.as_deref(),
+            defer_hint: self.hint,
+            model_invocable: self.invocable,
+        }
+    }
+}
