@@ -211,16 +211,22 @@ impl Policy {
             source: &source,
             rules: Vec::new(),
             settings: Vec::new(),
-            modes: Vec::new(),
-            bots: Vec::new(),
-            any_bot: None,
+            blocks: Vec::new(),
             seen_settings: HashMap::new(),
             diags: &mut diags,
         };
         lower.items(&ast, &Scope::Top, None);
-        let has_any_bot = lower.any_bot.is_some();
-        let modes = lower.modes.into_iter().map(|(m, _)| m).collect();
-        let bots = lower.bots.into_iter().map(|(b, _)| b).collect();
+        let mut modes = Vec::new();
+        let mut bots = Vec::new();
+        let mut has_any_bot = false;
+        for (scope, _) in lower.blocks {
+            match scope {
+                Scope::Mode(m) => modes.push(m),
+                Scope::Bot(b) => bots.push(b),
+                Scope::AnyBot => has_any_bot = true,
+                Scope::Top => {}
+            }
+        }
         let policy = Policy {
             rules: lower.rules,
             settings: lower.settings,
@@ -275,9 +281,8 @@ struct Lower<'a> {
     source: &'a SourceFile,
     rules: Vec<Rule>,
     settings: Vec<Setting>,
-    modes: Vec<(String, Span)>,
-    bots: Vec<(String, Span)>,
-    any_bot: Option<Span>,
+    /// Mode and bot blocks seen so far, with their headers.
+    blocks: Vec<(Scope, Span)>,
     seen_settings: HashMap<(Scope, Option<Condition>, Key), Span>,
     diags: &'a mut Vec<Diagnostic>,
 }
@@ -301,83 +306,38 @@ impl Lower<'_> {
         format!("line {line}, column {col}")
     }
 
-    fn block(&mut self, b: &ast::Block, scope: &Scope, when: Option<&Condition>) {
+    fn block(&mut self, b: &ast::Block, outer: &Scope, when: Option<&Condition>) {
+        let scope = match &b.head {
+            BlockHead::Mode(name) => Scope::Mode(name.clone()),
+            BlockHead::Bot(Some(name)) => Scope::Bot(name.clone()),
+            BlockHead::Bot(None) => Scope::AnyBot,
+            BlockHead::When { .. } => outer.clone(),
+        };
         match &b.head {
-            BlockHead::Mode(name) | BlockHead::Bot(Some(name))
-                if *scope != Scope::Top || when.is_some() =>
-            {
-                let what = if matches!(b.head, BlockHead::Mode(_)) {
-                    "mode"
-                } else {
-                    "bot"
-                };
+            BlockHead::Mode(_) | BlockHead::Bot(_) if *outer != Scope::Top || when.is_some() => {
                 self.diags.push(
                     Diagnostic::new(
                         Code::Misplaced,
                         b.head_span,
-                        format!(
-                            "`{what} {name}` must stand at top level, not inside another block"
-                        ),
+                        format!("`{scope}` must stand at top level, not inside another block"),
                     )
                     .with_help("move the block out to the top level of the file"),
                 );
             }
-            BlockHead::Bot(None) if *scope != Scope::Top || when.is_some() => {
-                self.diags.push(
-                    Diagnostic::new(
-                        Code::Misplaced,
-                        b.head_span,
-                        "`bot *` must stand at top level, not inside another block",
-                    )
-                    .with_help("move the block out to the top level of the file"),
-                );
-            }
-            BlockHead::Mode(name) => {
-                if let Some((_, first)) = self.modes.iter().find(|(m, _)| m == name) {
+            BlockHead::Mode(_) | BlockHead::Bot(_) => {
+                if let Some((_, first)) = self.blocks.iter().find(|(s, _)| *s == scope) {
                     let at = self.location(*first);
                     self.diags.push(
                         Diagnostic::new(
                             Code::DuplicateBlock,
                             b.head_span,
-                            format!("mode `{name}` already has a block (at {at})"),
+                            format!("`{scope}` already has a block (at {at})"),
                         )
                         .with_help("merge the two blocks into one"),
                     );
                 } else {
-                    self.modes.push((name.clone(), b.head_span));
-                    self.item_list(&b.items, &Scope::Mode(name.clone()), None);
-                }
-            }
-            BlockHead::Bot(Some(name)) => {
-                if let Some((_, first)) = self.bots.iter().find(|(m, _)| m == name) {
-                    let at = self.location(*first);
-                    self.diags.push(
-                        Diagnostic::new(
-                            Code::DuplicateBlock,
-                            b.head_span,
-                            format!("bot `{name}` already has a block (at {at})"),
-                        )
-                        .with_help("merge the two blocks into one"),
-                    );
-                } else {
-                    self.bots.push((name.clone(), b.head_span));
-                    self.item_list(&b.items, &Scope::Bot(name.clone()), None);
-                }
-            }
-            BlockHead::Bot(None) => {
-                if let Some(first) = self.any_bot {
-                    let at = self.location(first);
-                    self.diags.push(
-                        Diagnostic::new(
-                            Code::DuplicateBlock,
-                            b.head_span,
-                            format!("`bot *` already has a block (at {at})"),
-                        )
-                        .with_help("merge the two blocks into one"),
-                    );
-                } else {
-                    self.any_bot = Some(b.head_span);
-                    self.item_list(&b.items, &Scope::AnyBot, None);
+                    self.blocks.push((scope.clone(), b.head_span));
+                    self.item_list(&b.items, &scope, None);
                 }
             }
             BlockHead::When { flag, negated } => {
@@ -396,7 +356,7 @@ impl Lower<'_> {
                     flag: flag.clone(),
                     negated: *negated,
                 };
-                self.item_list(&b.items, scope, Some(&cond));
+                self.item_list(&b.items, outer, Some(&cond));
             }
         }
     }
