@@ -1,3 +1,636 @@
-//! Criterion benches (being written).
+//! The engine's performance budget, measured (README, "Performance").
+//!
+//! Run with `cargo bench --bench engine`; one benchmark with
+//! `cargo bench --bench engine -- decide/table/1000`. Every ID is stable so that
+//! runs can be compared. The data is deterministic and comes from
+//! `benches/data/`: the real fixture registries, grown to 10,000 tools, and a
+//! generated policy whose rules name those tools.
 
-fn main() {}
+use std::cell::{Cell, LazyCell};
+use std::hint::black_box;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use criterion::{Criterion, criterion_group};
+use regex::Regex;
+use serde_json::json;
+use toolpolicy::ast::SelectorKind;
+use toolpolicy::policy::{Policy, RuleKind};
+use toolpolicy::runtime::{Engine, Scenario};
+use toolpolicy::search::SearchIndex;
+use toolpolicy::{
+    CauseKind, Context, Decision, Exposure, ItemKind, ItemRef, Origin, Registry, SkillList, Table,
+    Tool,
+};
+
+mod data;
+
+/// Tools in the large registry, rules in the decide benches' policy.
+const LARGE: usize = 10_000;
+const RULES: usize = 1_000;
+/// How many different items a decide bench cycles through (a power of two).
+const SAMPLE: usize = 4096;
+
+/// The context every decide bench asks in: a mode, a bot, a flag.
+fn context() -> Context {
+    // `helper` has no block of its own: `bot *` and the mode decide.
+    Context::mode("review")
+        .with_bot("helper")
+        .with_flag("codemode")
+}
+
+/// Registry indices in a fixed pseudo-random order.
+fn sample(n: usize, seed: u64) -> Vec<usize> {
+    let mut rng = data::Rng::new(seed);
+    (0..SAMPLE).map(|_| rng.below(n)).collect()
+}
+
+struct DecideData {
+    policy: Policy,
+    table: Table,
+    registry: Registry,
+}
+
+fn decide_data(base: &[Tool]) -> DecideData {
+    let registry = data::scaled(base, LARGE);
+    let text = data::policy(registry.tools(), RULES, 1);
+    let policy = Policy::parse("bench.policy", text).expect("generated policy loads");
+    assert_eq!(policy.rules.len(), RULES);
+    let table = Table::compile(&policy);
+    DecideData {
+        policy,
+        table,
+        registry,
+    }
+}
+
+/// Everything a decide bench asks with, built and cross-checked once, and only
+/// when a decide bench is selected (so `cargo bench -- search` starts at once).
+struct Asking<'a> {
+    resolved: toolpolicy::Resolved,
+    matches: Vec<Box<[u32]>>,
+    items: Vec<ItemRef<'a>>,
+    order: Vec<usize>,
+    unseen: Vec<String>,
+    naive: Naive,
+}
+
+fn asking<'a>(d: &'a DecideData, ctx: &Context) -> Asking<'a> {
+    let resolved = d.table.resolve(ctx).expect("declared mode");
+    let matches = d.table.registry_matches(&d.registry);
+    let items: Vec<ItemRef<'_>> = d.registry.tools().iter().map(ItemRef::from_tool).collect();
+    let order = sample(items.len(), 7);
+    let naive = Naive::new(&d.policy, ctx);
+
+    // The three agree before any of them is timed; say what the sample holds.
+    let mut causes: Vec<(CauseKind, usize)> = Vec::new();
+    for &i in &order {
+        let fast = d.table.decide_with(&resolved, &items[i], &matches[i]);
+        let slow = toolpolicy::reference::decide(&d.policy, ctx, &items[i]).expect("context");
+        assert_eq!(
+            fast, slow,
+            "table and reference disagree on {}",
+            items[i].name
+        );
+        assert_eq!(
+            fast,
+            naive.decide(&items[i]),
+            "naive disagrees on {}",
+            items[i].name
+        );
+        match causes.iter_mut().find(|(c, _)| *c == fast.cause) {
+            Some((_, n)) => *n += 1,
+            None => causes.push((fast.cause, 1)),
+        }
+    }
+    let causes: Vec<String> = causes.iter().map(|(c, n)| format!("{c} {n}")).collect();
+    let total: usize = matches.iter().map(|m| m.len()).sum();
+    let most = matches.iter().map(|m| m.len()).max().unwrap_or(0);
+    eprintln!(
+        "decide: {} rules, {} tools matching {:.1} rules each on average (at most {most}); \
+         {SAMPLE} sampled decisions by cause: {}",
+        d.policy.rules.len(),
+        items.len(),
+        total as f64 / items.len() as f64,
+        causes.join(", ")
+    );
+
+    // Names no registry holds: some share prefixes and suffixes with real ones,
+    // so the pattern index has work to do.
+    let unseen: Vec<String> = order
+        .iter()
+        .enumerate()
+        .map(|(k, &i)| match k % 3 {
+            0 => format!("{}_v2", items[i].name),
+            1 => format!("x{}", items[i].name),
+            _ => format!("plugin{k}_tool"),
+        })
+        .filter(|n| d.registry.index_of(n).is_none())
+        .collect();
+    Asking {
+        resolved,
+        matches,
+        items,
+        order,
+        unseen,
+        naive,
+    }
+}
+
+fn decide(c: &mut Criterion, base: &[Tool]) {
+    let d = LazyCell::new(|| decide_data(base));
+    let ctx = context();
+    let a = LazyCell::new(|| asking(&d, &ctx));
+    let mut g = c.benchmark_group("decide");
+    g.bench_function("table/1000", |b| {
+        ran("decide/table/1000");
+        let (a, table) = (&*a, &d.table);
+        let mut k = 0usize;
+        b.iter(|| {
+            let i = a.order[k % SAMPLE];
+            k += 1;
+            black_box(table.decide_with(&a.resolved, &a.items[i], &a.matches[i]))
+        })
+    });
+    g.bench_function("unseen/1000", |b| {
+        ran("decide/unseen/1000");
+        let (a, table) = (&*a, &d.table);
+        let mut k = 0usize;
+        b.iter(|| {
+            let name = &a.unseen[k % a.unseen.len()];
+            k += 1;
+            black_box(table.decide(&a.resolved, &ItemRef::tool(name)))
+        })
+    });
+    g.bench_function("reference/1000", |b| {
+        ran("decide/reference/1000");
+        let (a, policy) = (&*a, &d.policy);
+        let mut k = 0usize;
+        b.iter(|| {
+            let i = a.order[k % SAMPLE];
+            k += 1;
+            black_box(toolpolicy::reference::decide(policy, &ctx, &a.items[i]))
+        })
+    });
+    g.bench_function("naive/1000", |b| {
+        ran("decide/naive/1000");
+        let a = &*a;
+        let mut k = 0usize;
+        b.iter(|| {
+            let i = a.order[k % SAMPLE];
+            k += 1;
+            black_box(a.naive.decide(&a.items[i]))
+        })
+    });
+    g.finish();
+}
+
+/// The approach the existing extensions take: every pattern turned into a
+/// regex, all of them tried against the tool on every question, with the
+/// same precedence as SPEC 2.3. What depends only on the context (which rules
+/// apply, the settings) is worked out once, as any runtime would.
+struct Naive {
+    rules: Vec<NaiveRule>,
+    /// Per grant block (top, mode, `bot *`, named bot): the first grant rule
+    /// that restricts tools.
+    tool_filters: [Option<u32>; 4],
+    defer_loading: bool,
+    defer_loading_origin: Option<u32>,
+}
+
+struct NaiveRule {
+    kind: RuleKind,
+    specificity: u8,
+    applies: bool,
+    selectors: Vec<(SelectorKind, Regex)>,
+}
+
+fn glob_regex(pattern: &str) -> Regex {
+    let pieces: Vec<String> = pattern.split('*').map(regex::escape).collect();
+    Regex::new(&format!("^{}$", pieces.join(".*"))).expect("escaped pattern")
+}
+
+impl Naive {
+    fn new(policy: &Policy, ctx: &Context) -> Naive {
+        let rules: Vec<NaiveRule> = policy
+            .rules
+            .iter()
+            .map(|r| NaiveRule {
+                kind: r.kind,
+                specificity: r.scope.specificity(),
+                applies: toolpolicy::reference::applies(&r.scope, r.when.as_ref(), ctx),
+                selectors: r
+                    .selectors
+                    .iter()
+                    .map(|s| (s.kind, glob_regex(&s.pattern)))
+                    .collect(),
+            })
+            .collect();
+        let mut tool_filters = [None; 4];
+        for (i, r) in rules.iter().enumerate() {
+            let restricts = r
+                .selectors
+                .iter()
+                .any(|(k, _)| matches!(k, SelectorKind::Tool | SelectorKind::Source));
+            let b = r.specificity as usize;
+            if r.kind == RuleKind::Grant && r.applies && restricts && tool_filters[b].is_none() {
+                tool_filters[b] = Some(i as u32);
+            }
+        }
+        let (settings, origins) = toolpolicy::reference::settings(policy, ctx);
+        let defer_loading_origin = origins
+            .iter()
+            .find(|(k, _)| *k == toolpolicy::settings::Key::DeferLoading)
+            .and_then(|(_, o)| *o);
+        Naive {
+            rules,
+            tool_filters,
+            defer_loading: settings.defer_loading,
+            defer_loading_origin,
+        }
+    }
+
+    /// Decides a tool (the benches ask about tools only).
+    fn decide(&self, item: &ItemRef<'_>) -> Decision {
+        debug_assert_eq!(item.kind, ItemKind::Tool);
+        let kinds = [
+            RuleKind::Guard,
+            RuleKind::Search,
+            RuleKind::Hide,
+            RuleKind::Grant,
+            RuleKind::NoDefer,
+            RuleKind::Defer,
+        ];
+        let mut best: [Option<(u8, u32)>; 6] = [None; 6];
+        let mut granted = [false; 4];
+        for (i, r) in self.rules.iter().enumerate() {
+            if !r.applies {
+                continue;
+            }
+            let hit = r.selectors.iter().any(|(kind, re)| match kind {
+                SelectorKind::Tool => re.is_match(item.name),
+                SelectorKind::Skill => false,
+                SelectorKind::Source => item.source.is_some_and(|s| re.is_match(s)),
+            });
+            if !hit {
+                continue;
+            }
+            if r.kind == RuleKind::Grant {
+                granted[r.specificity as usize] = true;
+            }
+            let k = kinds.iter().position(|k| *k == r.kind).unwrap_or(0);
+            if best[k].is_none_or(|(s, _)| r.specificity > s) {
+                best[k] = Some((r.specificity, i as u32));
+            }
+        }
+        let rule = |k: usize| best[k].map(|(_, i)| Origin::Rule(i));
+        let d = |exposure, cause, origin| Decision {
+            exposure,
+            cause,
+            origin,
+        };
+        if let Some(o) = rule(0) {
+            return d(Exposure::Active, CauseKind::Guard, Some(o));
+        }
+        if let Some(o) = rule(1) {
+            return d(Exposure::Active, CauseKind::Search, Some(o));
+        }
+        if let Some(o) = rule(2) {
+            return d(Exposure::Hidden, CauseKind::Hide, Some(o));
+        }
+        for b in (0..4).rev() {
+            if let Some(first) = self.tool_filters[b]
+                && !granted[b]
+            {
+                return d(
+                    Exposure::Hidden,
+                    CauseKind::Grant,
+                    Some(Origin::Rule(first)),
+                );
+            }
+        }
+        if let Some(o) = rule(4) {
+            return d(Exposure::Active, CauseKind::NoDefer, Some(o));
+        }
+        if !self.defer_loading {
+            let o = self.defer_loading_origin.map(Origin::Setting);
+            return d(Exposure::Active, CauseKind::Switch, o);
+        }
+        if let Some(o) = rule(5) {
+            return d(Exposure::Deferred, CauseKind::Defer, Some(o));
+        }
+        if item.defer_hint {
+            return d(Exposure::Deferred, CauseKind::Hint, None);
+        }
+        d(Exposure::Active, CauseKind::Default, None)
+    }
+}
+
+fn compile_and_parse(c: &mut Criterion, base: &[Tool]) {
+    let texts = LazyCell::new(|| {
+        let registry = data::scaled(base, LARGE);
+        let small = data::policy(registry.tools(), 1_000, 1);
+        let large = data::policy(registry.tools(), 10_000, 2);
+        eprintln!(
+            "compile: policies of {} and {} lines ({} and {} bytes)",
+            small.lines().count(),
+            large.lines().count(),
+            small.len(),
+            large.len()
+        );
+        (small, large)
+    });
+    let mut g = c.benchmark_group("compile");
+    g.sample_size(20);
+    for n in [1_000, 10_000] {
+        g.bench_function(n.to_string(), |b| {
+            ran(&format!("compile/{n}"));
+            let text = if n == 1_000 { &texts.0 } else { &texts.1 };
+            b.iter(|| {
+                let p = Policy::parse("bench.policy", text.as_str()).expect("loads");
+                black_box(Table::compile(&p))
+            })
+        });
+    }
+    g.finish();
+
+    let mut g = c.benchmark_group("parse");
+    g.sample_size(20);
+    g.bench_function("10000", |b| {
+        ran("parse/10000");
+        let text = &texts.1;
+        b.iter(|| black_box(toolpolicy::parse(text)))
+    });
+    g.finish();
+}
+
+/// Keyword queries of the kind a model sends to a search tool.
+const QUERIES: [&str; 8] = [
+    "create a pull request review comment",
+    "take a screenshot of the page",
+    "list files in a directory",
+    "search code in repositories",
+    "current time in another timezone",
+    "天气 查询",
+    "fetch a url as markdown",
+    "close the browser tab",
+];
+
+fn search(c: &mut Criterion, base: &[Tool]) {
+    let mut g = c.benchmark_group("search");
+    for n in [base.len(), LARGE] {
+        // Criterion calls a bench's closure once per sample: build outside it,
+        // and only when the bench is selected.
+        let index = LazyCell::new(|| SearchIndex::new(&data::scaled(base, n)));
+        g.bench_function(n.to_string(), |b| {
+            ran(&format!("search/{n}"));
+            let index = &*index;
+            let mut k = 0usize;
+            b.iter(|| {
+                let q = QUERIES[k % QUERIES.len()];
+                k += 1;
+                black_box(index.rank(q, |_| true))
+            })
+        });
+    }
+    g.finish();
+}
+
+/// An engine over `n` tools grown from the fixtures and a generated policy
+/// whose rules name them: 1,000 rules at 10,000 tools, 100 at 100.
+fn build_engine(base: &[Tool], n: usize) -> Engine {
+    let registry = data::scaled(base, n);
+    let rules = (n / 10).clamp(100, RULES);
+    let text = data::policy(registry.tools(), rules, 3);
+    let policy = Policy::parse("plan.policy", text).expect("generated policy loads");
+    Engine::new(policy, registry, SkillList::default())
+}
+
+/// The context the plan and replay benches ask in.
+fn plan_context() -> Context {
+    Context::mode("agent")
+}
+
+fn plan(c: &mut Criterion, base: &[Tool]) {
+    let mut g = c.benchmark_group("plan");
+    let with_stats = |n: usize| {
+        let engine = build_engine(base, n);
+        let first = engine.session(plan_context()).expect("context");
+        let p = first.plan(&engine).expect("plan");
+        eprintln!(
+            "plan/{n}: {} declared, {} deferred, {} hidden, catalog {} chars, {} tokens",
+            p.declared_len(),
+            p.deferred_len(),
+            p.hidden().count(),
+            p.catalog().chars().count(),
+            p.tokens().total
+        );
+        engine
+    };
+    let large = LazyCell::new(|| with_stats(LARGE));
+    let small = LazyCell::new(|| with_stats(100));
+    // Criterion calls a bench's closure once per sample, so the count of
+    // contexts lives outside it: every iteration of every sample is new.
+    let turn = Cell::new(0u64);
+    for n in [100, LARGE] {
+        g.bench_function(n.to_string(), |b| {
+            ran(&format!("plan/{n}"));
+            let engine: &Engine = if n == LARGE { &large } else { &small };
+            // A first turn: a session in a context no session has asked about
+            // yet, so its plan is computed, not taken from the engine's cache.
+            // The flag is one the policy never mentions: same work every time.
+            b.iter(|| {
+                turn.set(turn.get() + 1);
+                let ctx = plan_context().with_flag(format!("turn{}", turn.get()));
+                let session = engine.session(ctx).expect("context");
+                black_box(session.plan(engine).expect("plan"))
+            })
+        });
+    }
+    g.bench_function("cached/10000", |b| {
+        ran("plan/cached/10000");
+        let engine: &Engine = &large;
+        let mut session = engine.session(plan_context()).expect("context");
+        let loaded = session
+            .search(engine, "take a screenshot of the page", &[] as &[&str])
+            .expect("search");
+        assert!(!loaded.activated.is_empty(), "the search activates tools");
+        // The next turn: nothing changed since the last plan.
+        b.iter(|| black_box(session.plan(engine).expect("plan")))
+    });
+    g.finish();
+}
+
+/// A 1,000-step chat as a replay file: prompts, searches, loads, calls with
+/// every result status, a compaction and a restart now and then.
+fn scenario(engine: &Engine, steps: usize) -> Scenario {
+    let session = engine.session(plan_context()).expect("context");
+    let plan = session.plan(engine).expect("plan");
+    let declared: Vec<String> = plan.declared().map(|t| t.name.clone()).collect();
+    let deferred: Vec<String> = plan.deferred().map(|t| t.name.clone()).collect();
+    let mut rng = data::Rng::new(11);
+    let statuses = ["ok", "ok", "ok", "error", "interrupted", "missing"];
+    let mut out = Vec::with_capacity(steps);
+    for k in 0..steps {
+        let step = match k % 10 {
+            0 => json!({"prompt": format!("turn {k}")}),
+            1 | 5 => json!({"search": {"query": QUERIES[k % QUERIES.len()], "names": []}}),
+            2 | 6 => json!({"call": {"tool": rng.pick(&deferred), "status": rng.pick(&statuses)}}),
+            3 => json!({"load": [rng.pick(&deferred), rng.pick(&deferred)]}),
+            4 | 7 => json!({"call": {"tool": rng.pick(&declared), "status": rng.pick(&statuses)}}),
+            8 if k % 200 == 8 => json!({"compact": {}}),
+            8 if k % 300 == 18 => json!({"restart": {}}),
+            _ => json!({"prompt": "next"}),
+        };
+        out.push(step);
+    }
+    serde_json::from_value(json!({"mode": "agent", "steps": out})).expect("scenario shape")
+}
+
+fn replay(c: &mut Criterion, base: &[Tool]) {
+    let mut g = c.benchmark_group("replay");
+    g.sample_size(20);
+    let setup = LazyCell::new(|| {
+        let engine = build_engine(base, base.len());
+        let scenario = scenario(&engine, 1_000);
+        let reports = toolpolicy::runtime::replay(&engine, &scenario).expect("replays");
+        let most = reports.iter().map(|r| r.declared.len()).max().unwrap_or(0);
+        eprintln!(
+            "replay/1000: {} tools, {} steps, at most {most} declared",
+            engine.snapshot().registry().len(),
+            reports.len()
+        );
+        (engine, scenario)
+    });
+    g.bench_function("1000", |b| {
+        ran("replay/1000");
+        let (engine, scenario) = &*setup;
+        b.iter(|| black_box(toolpolicy::runtime::replay(engine, scenario).expect("replays")))
+    });
+    g.finish();
+}
+
+fn benches(c: &mut Criterion) {
+    let Some(fixtures) = data::fixtures() else {
+        return;
+    };
+    eprintln!("bench data: {}", fixtures.origin);
+    let base = fixtures.tools;
+    decide(c, &base);
+    compile_and_parse(c, &base);
+    search(c, &base);
+    plan(c, &base);
+    replay(c, &base);
+}
+
+fn config() -> Criterion {
+    Criterion::default()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3))
+        .configure_from_args()
+}
+
+criterion_group! {
+    name = engine;
+    config = config();
+    targets = benches
+}
+/// The benches that ran in this process, for the summary.
+static RAN: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn ran(id: &str) {
+    let mut list = RAN.lock().unwrap_or_else(|e| e.into_inner());
+    if !list.iter().any(|x| x == id) {
+        list.push(id.to_string());
+    }
+}
+
+/// Every bench ID with its budget (median, nanoseconds), in README order.
+const BUDGETS: [(&str, Option<f64>); 13] = [
+    ("decide/table/1000", Some(50.0)),
+    ("decide/unseen/1000", Some(5_000.0)),
+    ("decide/reference/1000", None),
+    ("decide/naive/1000", None),
+    ("compile/1000", Some(10e6)),
+    ("compile/10000", Some(100e6)),
+    ("parse/10000", Some(20e6)),
+    ("plan/100", Some(20e3)),
+    ("plan/10000", Some(1e6)),
+    ("plan/cached/10000", Some(20e3)),
+    ("search/261", Some(50e3)),
+    ("search/10000", Some(500e3)),
+    ("replay/1000", None),
+];
+
+/// Where criterion keeps its estimates (as criterion itself finds it).
+fn criterion_dir() -> std::path::PathBuf {
+    if let Some(home) = std::env::var_os("CRITERION_HOME") {
+        return home.into();
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
+    target.join("criterion")
+}
+
+/// The median criterion estimated for a bench ID in this run, in nanoseconds.
+fn median(id: &str) -> Option<f64> {
+    let (group, function) = id.split_once('/')?;
+    let path = criterion_dir()
+        .join(group)
+        .join(function.replace('/', "_"))
+        .join("new/estimates.json");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    json["median"]["point_estimate"].as_f64()
+}
+
+fn human(ns: f64) -> String {
+    match ns {
+        n if n < 1e3 => format!("{n:.1} ns"),
+        n if n < 1e6 => format!("{:.2} µs", n / 1e3),
+        n => format!("{:.2} ms", n / 1e6),
+    }
+}
+
+/// The medians the README quotes, against the budget, after a `cargo bench`.
+fn summary() {
+    let args: Vec<String> = std::env::args().collect();
+    if !args.iter().any(|a| a == "--bench") || args.iter().any(|a| a == "--list") {
+        return;
+    }
+    let ran = RAN.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let rows: Vec<(&str, f64, Option<f64>)> = BUDGETS
+        .iter()
+        .filter(|(id, _)| ran.iter().any(|r| r == id))
+        .filter_map(|&(id, budget)| Some((id, median(id)?, budget)))
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    println!("\nmedians (budget):");
+    for (id, m, budget) in &rows {
+        let verdict = match budget {
+            Some(b) if m <= b => format!("({}) met", human(*b)),
+            Some(b) => format!("({}) MISSED", human(*b)),
+            None => String::new(),
+        };
+        println!("  {id:<24} {:>12}  {verdict}", human(*m));
+    }
+    let of = |id: &str| rows.iter().find(|r| r.0 == id).map(|r| r.1);
+    if let Some(table) = of("decide/table/1000") {
+        for other in ["decide/reference/1000", "decide/naive/1000"] {
+            if let Some(m) = of(other) {
+                let ratio = m / table;
+                let verdict = if ratio >= 100.0 { "met" } else { "MISSED" };
+                println!("  {other} / decide/table/1000 = {ratio:.0}x (budget 100x) {verdict}");
+            }
+        }
+    }
+}
+
+fn main() {
+    engine();
+    Criterion::default().configure_from_args().final_summary();
+    summary();
+}

@@ -17,9 +17,20 @@ use crate::diag::{Code, Diagnostic};
 #[grammar = "../grammar/policy.pest"]
 struct PolicyParser;
 
+mod fast;
+
 /// Parses a whole file; the tree holds every item that parsed, the diagnostics
 /// every one that did not.
 pub fn parse(text: &str) -> (Ast, Vec<Diagnostic>) {
+    // Well-formed files take the hand-written fast path (see `fast`); pest
+    // reads everything else and says what is wrong.
+    if let Some(ast) = fast::parse(text) {
+        return (ast, Vec::new());
+    }
+    parse_with_pest(text)
+}
+
+fn parse_with_pest(text: &str) -> (Ast, Vec<Diagnostic>) {
     let mut diags = Vec::new();
     let ast = match PolicyParser::parse(Rule::file, text) {
         Ok(mut pairs) => {

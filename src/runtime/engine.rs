@@ -85,10 +85,19 @@ pub(crate) fn tokens_of_len(chars: usize) -> u32 {
 /// Plane (emoji), which count two.
 pub fn meter_len(text: &str) -> usize {
     // Every character but continuation bytes counts one; four-byte ones
-    // (outside the BMP) count two. A byte loop the compiler vectorizes.
-    text.bytes()
-        .map(|b| usize::from(b & 0xC0 != 0x80) + usize::from(b >= 0xF0))
-        .sum()
+    // (outside the BMP) count two. Counted in `u8` over chunks of 127 bytes
+    // (at most 2 per byte, so no overflow) so that the compiler vectorizes
+    // the loop 16 bytes at a time: summing into `usize` per byte took ~1 ns
+    // a byte, a quarter of a 100-tool first-turn plan (`plan/100`).
+    let mut n = 0;
+    for chunk in text.as_bytes().chunks(127) {
+        let mut c: u8 = 0;
+        for &b in chunk {
+            c += u8::from(b & 0xC0 != 0x80) + u8::from(b >= 0xF0);
+        }
+        n += usize::from(c);
+    }
+    n
 }
 
 /// The meter length of a tool's compact definition `{name, description,

@@ -1,0 +1,524 @@
+//! A hand-written reader for well-formed policies: the fast path in front of
+//! the pest parser.
+//!
+//! pest pays per rule call (stack probing, error-attempt tracking, a token
+//! queue), which made a 10,000-line policy take ~50 ms to read. Almost every
+//! file a runtime loads is well formed, so this reader walks the same grammar
+//! (`grammar/policy.pest`) directly over the bytes and builds the identical
+//! tree, spans included. It accepts only what it is sure of: at the first
+//! thing that is malformed, unusual or ambiguous it gives up (`None`) and the
+//! pest parser reads the file, with its diagnostics. It never reports an error
+//! itself, so the grammar stays the single source of truth for what is wrong;
+//! a differential test checks that whatever this reader accepts, pest reads
+//! to the same tree without a diagnostic.
+
+use crate::ast::{
+    Ast, Block, BlockHead, Item, Selector, SelectorKind, Span, Statement, StatementKind, Value,
+};
+
+/// The tree of a well-formed file, or `None` to let pest read it.
+pub(super) fn parse(text: &str) -> Option<Ast> {
+    // pest's NEWLINE also takes `\r\n` and a lone `\r`; leave those files to it.
+    if text.as_bytes().contains(&b'\r') {
+        return None;
+    }
+    let mut r = Reader {
+        s: text.as_bytes(),
+        text,
+        pos: 0,
+    };
+    let items = r.items(false)?;
+    Some(Ast { items })
+}
+
+fn is_name_char(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'/' | b':' | b'*')
+}
+
+fn is_word_char(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')
+}
+
+struct Reader<'a> {
+    s: &'a [u8],
+    text: &'a str,
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.s.get(self.pos).copied()
+    }
+
+    /// pest's implicit `(WHITESPACE | COMMENT)*`.
+    fn skip(&mut self) {
+        while let Some(b) = self.peek() {
+            match b {
+                b' ' | b'\t' => self.pos += 1,
+                b'#' => {
+                    while self.peek().is_some_and(|b| b != b'\n') {
+                        self.pos += 1;
+                    }
+                }
+                _ => break,
+            }
+        }
+    }
+
+    /// `skip` with newlines as well, as between the tokens of a rule's `( )`
+    /// and between items.
+    fn skip_lines(&mut self) {
+        loop {
+            self.skip();
+            if self.peek() == Some(b'\n') {
+                self.pos += 1;
+            } else {
+                break;
+            }
+        }
+    }
+
+    fn run(&mut self, f: impl Fn(u8) -> bool) -> Span {
+        let start = self.pos;
+        while self.peek().is_some_and(&f) {
+            self.pos += 1;
+        }
+        Span::new(start, self.pos)
+    }
+
+    fn str(&self, span: Span) -> &'a str {
+        &self.text[span.start..span.end]
+    }
+
+    /// Items up to the end of the file (top level) or to the `}` that closes
+    /// the block (which is consumed).
+    fn items(&mut self, in_block: bool) -> Option<Vec<Item>> {
+        let mut items = Vec::new();
+        loop {
+            self.skip_lines();
+            match self.peek() {
+                None if in_block => return None,
+                None => return Some(items),
+                Some(b'}') if in_block => {
+                    self.pos += 1;
+                    return Some(items);
+                }
+                Some(b'}') => return None,
+                Some(_) => {}
+            }
+            items.push(self.item()?);
+            // end_of_item: `&(NEWLINE | "}" | EOI)` after the implicit skip.
+            self.skip();
+            match self.peek() {
+                None | Some(b'\n') => {}
+                Some(b'}') if in_block => {}
+                _ => return None,
+            }
+        }
+    }
+
+    fn item(&mut self) -> Option<Item> {
+        let start = self.pos;
+        let word = self.run(is_name_char);
+        let w = self.str(word);
+        let is = |kw: &str| w.eq_ignore_ascii_case(kw);
+        if is("mode") || is("bot") || is("when") {
+            return self.block(start, word).map(Item::Block);
+        }
+        if is("guard") || is("search") {
+            let (selectors, end) = self.selector_list()?;
+            let kind = if is("guard") {
+                StatementKind::Guard(selectors)
+            } else {
+                StatementKind::Search(selectors)
+            };
+            return Some(Item::Statement(Statement {
+                kind,
+                span: Span::new(start, end),
+            }));
+        }
+        // A setting's key or a rule's word: letters, digits and `_` only.
+        self.pos = start;
+        let word = self.run(|b| b.is_ascii_alphanumeric() || b == b'_');
+        let first = self.s.get(word.start).copied().unwrap_or(b'0');
+        if word.start == word.end || first.is_ascii_digit() || self.peek().is_some_and(is_name_char)
+        {
+            return None;
+        }
+        self.skip();
+        match self.peek() {
+            Some(b'=') => self.setting(word).map(Item::Statement),
+            Some(b'(') if self.s[word.start].is_ascii_alphabetic() => {
+                self.rule(word).map(Item::Statement)
+            }
+            _ => None,
+        }
+    }
+
+    fn block(&mut self, start: usize, keyword: Span) -> Option<Block> {
+        let kw = self.str(keyword).to_ascii_lowercase();
+        self.skip();
+        let head = match kw.as_str() {
+            "mode" => BlockHead::Mode(self.block_name()?),
+            "bot" if self.peek() == Some(b'*') => {
+                self.pos += 1;
+                BlockHead::Bot(None)
+            }
+            "bot" => BlockHead::Bot(Some(self.block_name()?)),
+            _ => {
+                let negated = self.peek() == Some(b'!');
+                if negated {
+                    self.pos += 1;
+                    self.skip();
+                }
+                BlockHead::When {
+                    flag: self.block_name()?,
+                    negated,
+                }
+            }
+        };
+        let head_span = Span::new(start, self.pos);
+        self.skip();
+        if self.peek() != Some(b'{') {
+            return None;
+        }
+        self.pos += 1;
+        let items = self.items(true)?;
+        Some(Block {
+            head,
+            head_span,
+            items,
+            span: Span::new(start, self.pos),
+        })
+    }
+
+    /// `quoted | word`, unquoted.
+    fn block_name(&mut self) -> Option<String> {
+        if self.peek() == Some(b'"') {
+            return self.quoted().map(|(s, _)| s);
+        }
+        let name = self.run(is_word_char);
+        if name.start == name.end || self.peek().is_some_and(is_name_char) {
+            // `mode a:b {` is not a block header; let pest say so.
+            return None;
+        }
+        Some(self.str(name).to_string())
+    }
+
+    /// A double-quoted string: its value and its span.
+    fn quoted(&mut self) -> Option<(String, Span)> {
+        let start = self.pos;
+        self.pos += 1;
+        let mut out = String::new();
+        let mut from = self.pos;
+        loop {
+            match self.peek()? {
+                b'"' => break,
+                b'\n' => return None,
+                b'\\' => match self.s.get(self.pos + 1) {
+                    Some(&c @ (b'"' | b'\\')) => {
+                        out.push_str(&self.text[from..self.pos]);
+                        out.push(c as char);
+                        self.pos += 2;
+                        from = self.pos;
+                    }
+                    _ => return None,
+                },
+                _ => self.pos += 1,
+            }
+        }
+        out.push_str(&self.text[from..self.pos]);
+        self.pos += 1;
+        Some((out, Span::new(start, self.pos)))
+    }
+
+    fn selector(&mut self) -> Option<Selector> {
+        let start = self.pos;
+        let rest = &self.s[start..];
+        let (kind, prefix) = if rest.starts_with(b"skill:") {
+            (SelectorKind::Skill, 6)
+        } else if rest.starts_with(b"source:") {
+            (SelectorKind::Source, 7)
+        } else {
+            (SelectorKind::Tool, 0)
+        };
+        self.pos += prefix;
+        let (pattern, quoted) = match self.peek()? {
+            b'"' => (self.quoted()?.0, true),
+            b if is_name_char(b) => {
+                let bare = self.run(is_name_char);
+                (self.str(bare).to_string(), false)
+            }
+            // `skill:` with no pattern after it is a tool pattern to pest.
+            _ => return None,
+        };
+        Some(Selector {
+            kind,
+            pattern,
+            quoted,
+            span: Span::new(start, self.pos),
+        })
+    }
+
+    /// `selector ~ ("," ~ selector)*` on one line, after `guard` or `search`,
+    /// and where the statement ends. As in pest, the white space and comment
+    /// after a lone selector belong to the statement (the skip before the
+    /// repetition is kept when it repeats zero times); after a second
+    /// selector they do not.
+    fn selector_list(&mut self) -> Option<(Vec<Selector>, usize)> {
+        self.skip();
+        let mut out = vec![self.selector()?];
+        self.skip();
+        if self.peek() != Some(b',') {
+            return Some((out, self.pos));
+        }
+        loop {
+            self.pos += 1;
+            self.skip();
+            out.push(self.selector()?);
+            let end = self.pos;
+            self.skip();
+            if self.peek() != Some(b',') {
+                self.pos = end;
+                return Some((out, end));
+            }
+        }
+    }
+
+    /// `Word(sel, ...)`: newlines and comments may stand between the tokens,
+    /// and one trailing comma before the `)`.
+    fn rule(&mut self, word: Span) -> Option<Statement> {
+        self.pos += 1; // `(`
+        self.skip_lines();
+        let mut selectors = vec![self.selector()?];
+        loop {
+            self.skip_lines();
+            match self.peek()? {
+                b')' => break,
+                b',' => {
+                    self.pos += 1;
+                    self.skip_lines();
+                    if self.peek()? == b')' {
+                        break;
+                    }
+                    selectors.push(self.selector()?);
+                }
+                _ => return None,
+            }
+        }
+        self.pos += 1; // `)`
+        Some(Statement {
+            kind: StatementKind::Rule {
+                word: self.str(word).to_string(),
+                word_span: word,
+                selectors,
+            },
+            span: Span::new(word.start, self.pos),
+        })
+    }
+
+    /// `key = value`.
+    fn setting(&mut self, key: Span) -> Option<Statement> {
+        self.pos += 1; // `=`
+        self.skip();
+        let (value, value_span) = if self.peek()? == b'"' {
+            let (s, span) = self.quoted()?;
+            (Value::Quoted(s), span)
+        } else {
+            let v = self.run(is_name_char);
+            if v.start == v.end {
+                return None;
+            }
+            let text = self.str(v);
+            let digits = text.strip_prefix('-').unwrap_or(text);
+            let value = if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+                Value::Integer(text.to_string())
+            } else if text.eq_ignore_ascii_case("true") || text.eq_ignore_ascii_case("false") {
+                Value::Bool(text.eq_ignore_ascii_case("true"))
+            } else {
+                Value::Bare(text.to_string())
+            };
+            (value, v)
+        };
+        Some(Statement {
+            kind: StatementKind::Setting {
+                key: self.str(key).to_string(),
+                key_span: key,
+                value,
+                value_span,
+            },
+            span: Span::new(key.start, value_span.end),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Whatever the fast reader accepts, pest reads to the same tree with no
+    /// diagnostic.
+    fn agrees(text: &str) -> bool {
+        let fast = parse(text);
+        if let Some(ast) = &fast {
+            let (slow, diags) = super::super::parse_with_pest(text);
+            assert!(
+                diags.is_empty(),
+                "fast accepted {text:?}, pest found {diags:?}"
+            );
+            assert_eq!(ast, &slow, "trees differ for {text:?}");
+        }
+        fast.is_some()
+    }
+
+    #[test]
+    fn accepts_every_construct() {
+        let src = r#"# comment
+guard new_context, "odd name"   # trailing
+SEARCH ToolSearch   # the span takes this comment
+guard a , b 
+activation = "per_prompt"
+max_activations = -4
+catalog_params = TRUE
+odd = sticky
+mode agent {
+  NoDefer(Read, Bash,
+    # inside
+    Edit ,Write,
+  )
+  defer(skill:"my \"skill\"", source:mcp:*, skill:x*, "skill:literal")
+  when ! codemode { Defer(*) }
+}
+bot * {
+}
+bot "two words" { Grant(a) }
+Mode chat {}
+"#;
+        assert!(agrees(src));
+        assert!(agrees(""));
+        assert!(agrees("\n\n# only a comment"));
+    }
+
+    #[test]
+    fn every_bundled_policy_reads_fast_and_the_same() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/policies");
+        let Ok(dir) = std::fs::read_dir(root) else {
+            return;
+        };
+        for entry in dir.flatten() {
+            let path = entry.path();
+            if path.extension().is_some_and(|e| e == "policy") {
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                assert!(agrees(&text), "{} fell back to pest", path.display());
+            }
+        }
+    }
+
+    #[test]
+    fn leaves_malformed_input_to_pest() {
+        for src in [
+            "Defer()",
+            "Defer(a",
+            "Defer(a,,b)",
+            "Defer(NoDefer(x))",
+            "mode a {",
+            "}",
+            "Defer(a) Defer(b)",
+            "Defer(a) }",
+            "x =",
+            "mode a:b { }",
+            "guard(x)",
+            "guard a,",
+            "Defer(a?b)",
+            "Defer(\"a\\x\")",
+            "Defer(skill: x)",
+            "mode a\n{ }",
+            "Defer(a)\r\n",
+            "_x(a)",
+            "max-x = 3",
+            "1=x",
+        ] {
+            assert!(!agrees(src), "accepted {src:?}");
+        }
+    }
+
+    /// Tokens that policies are made of, well and badly placed.
+    fn token() -> impl Strategy<Value = &'static str> {
+        prop::sample::select(vec![
+            "mode",
+            "MODE",
+            "bot",
+            "when",
+            "guard",
+            "search",
+            "Defer",
+            "nodefer",
+            "Hide",
+            "Grant",
+            "a",
+            "b*",
+            "*",
+            "x.y/z",
+            "skill:",
+            "source:",
+            "skill:s",
+            "source:mcp:*",
+            "\"q\"",
+            "\"a\\\"b\"",
+            "\"\\\\\"",
+            "!",
+            "{",
+            "}",
+            "(",
+            ")",
+            ",",
+            "=",
+            " ",
+            "  ",
+            "\t",
+            "\n",
+            "\n\n",
+            "# c\n",
+            "#c",
+            "1",
+            "-2",
+            "true",
+            "False",
+            "sticky",
+            "\"per_prompt\"",
+            "_k",
+            "k_1",
+            "?",
+            "\"",
+            "\\",
+            "é",
+            "文件",
+            ":",
+            "-",
+        ])
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(5000))]
+        #[test]
+        fn agrees_with_pest_on_token_soup(tokens in prop::collection::vec(token(), 0..30)) {
+            agrees(&tokens.concat());
+        }
+
+        #[test]
+        fn agrees_with_pest_on_policies(
+            lines in prop::collection::vec(
+                prop::sample::select(vec![
+                    "Defer(a, b*)", "NoDefer(\n  x,\n  skill:y, # c\n)", "Hide(source:mcp:*)",
+                    "guard g, h", "search s", "activation = \"sticky\"", "max_activations = 3",
+                    "mode m {", "bot * {", "bot r {", "when f {", "when !f {", "}", "",
+                    "# comment", "  Grant(z)  # why", "mode n { Defer(q) }",
+                ]),
+                0..25,
+            )
+        ) {
+            agrees(&lines.join("\n"));
+        }
+    }
+}
