@@ -10,10 +10,12 @@
 //! | parameter names | 0.6 | the keys of the schema's top-level `properties` |
 //! | parameter text | 0.15 | those properties' `description` strings and string `enum` values |
 //!
-//! Words are lowercased, lightly stemmed (plural `s`/`es`/`ies`, `-ing`, `-ed`, a
-//! final `e`) and stripped of a small stopword list. Chinese, Japanese and Korean
-//! text is indexed as character unigrams and bigrams of every CJK run, so any
-//! substring of two or more characters finds the text that contains it.
+//! Words are lowercased, lightly stemmed (plurals, `-ing`, `-ed`, `-ly`,
+//! `-tion`, a final `e`, and a short list of irregular forms such as
+//! `wrote`/`found`/`children`) and stripped of a small stopword list. Chinese,
+//! Japanese and Korean text is indexed as character unigrams and bigrams of
+//! every CJK run, so any substring of two or more characters finds the text
+//! that contains it.
 //!
 //! Scoring is BM25F: per tool, each term's field frequencies are weighted and
 //! length-normalised per field, then saturated once (`k1`), and multiplied by
@@ -24,16 +26,34 @@
 //! is verbatim a (multi-word) tool name gets a larger one. A query equal to a
 //! tool name (trimmed, case-insensitive) always ranks that tool first.
 //!
-//! Query words also pull in a small list of generic synonyms at a reduced
-//! weight (`delete`/`remove`, `find`/`search`, `pr` → `pull request`, ...), and
-//! adjacent query words are tried joined (`local storage` → `localstorage`).
+//! Query terms are grouped into concepts: a query word together with what it
+//! expands to. Expansions are generic synonyms (`delete`/`remove`/`erase`,
+//! `popup`/`dialog`, ...), abbreviations (`pr` -> `pull request`, `mkdir` ->
+//! `create directory`), phrasal words joined (`make sure` -> `verify`, `local
+//! storage` -> `localstorage`), name terms the word is the start of (`auth` ->
+//! `authenticated`), Chinese equivalents (`附近`/`周边`, `走路`/`步行`) and a small
+//! Chinese-to-English glossary of software and everyday words (`文件` -> file,
+//! `步行` -> walking), so a Chinese query also finds tools described in English.
+//! Within a concept a tool scores its best variant in full and the rest at a
+//! fraction, so a word with many synonyms still counts about once.
+//!
+//! The shape of a word adds hints (`notes.txt` or `src/a.rs` -> file, `.png`
+//! -> image, `https://..` or `example.com` -> url), digits weigh little, the word
+//! after `without` is dropped, `not staged` also reads as `unstaged`, question
+//! words hint at what they ask (`when` -> time), and a plural hints at a
+//! listing tool.
+
+mod tokenize;
+mod vocab;
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
 
 use serde_json::Value;
 
 use crate::registry::Registry;
+
+use tokenize::{Piece, is_cjk_stopchar, is_stopword, scan, stem, tokenize_into};
+use vocab::{QUESTION_WORDS, cjk_vocab, synonyms};
 
 /// Field weights and length-normalisation strengths, in field order
 /// (name, description, parameter names, parameter text).
@@ -52,9 +72,28 @@ const W_WORD: f32 = 1.0;
 const W_CAMEL_WHOLE: f32 = 0.8;
 const W_JOINED: f32 = 0.6;
 const W_ABBREVIATION: f32 = 0.9;
-const W_SYNONYM: f32 = 0.45;
+const W_SYNONYM: f32 = 0.75;
 const W_CJK_BIGRAM: f32 = 1.0;
 const W_CJK_UNIGRAM: f32 = 0.35;
+/// A Chinese word's Chinese equivalents, and its English glossary terms.
+const W_CJK_SYNONYM: f32 = 0.7;
+const W_GLOSSARY: f32 = 0.6;
+/// A word made only of digits (an issue number, a port, a count).
+const W_NUMBER: f32 = 0.25;
+/// What a query word's shape implies (`notes.txt` -> file, `https://..` -> url).
+const W_SHAPE: f32 = 0.6;
+/// What a question word asks for (`when` -> time).
+const W_QUESTION: f32 = 0.3;
+/// A query word that is the start of a name term (and no term itself).
+const W_PREFIX: f32 = 0.6;
+const MIN_PREFIX: usize = 4;
+const MAX_PREFIX_EXPANSIONS: usize = 4;
+/// A plural in the query hints at a listing tool.
+const W_PLURAL: f32 = 0.3;
+
+/// Within one concept (a query word with its expansions) a tool scores its
+/// best-matching variant in full and the others at this fraction.
+const CONCEPT_REST: f32 = 0.3;
 
 /// Bonus for name coverage: the query weight of the terms that hit a tool's
 /// name over the number of its name terms (at most 1), applied as
@@ -69,6 +108,27 @@ const MAX_QUERY_TERMS: usize = 256;
 
 /// The top bit of a posting's tool field marks a term that occurs in the name.
 const NAME_FLAG: u32 = 1 << 31;
+
+/// Per-tool accumulators of one ranking: the total so far, and the current
+/// concept's best, sum and best name weight.
+#[derive(Debug, Clone, Copy, Default)]
+struct Acc {
+    score: f32,
+    name_hits: f32,
+    best: f32,
+    sum: f32,
+    best_name: f32,
+    in_concept: bool,
+}
+
+/// One term of a query: its index term id, its weight, and the concept (the
+/// query word or phrase it came from) it belongs to.
+#[derive(Debug, Clone, Copy)]
+struct QueryTerm {
+    id: u32,
+    weight: f32,
+    concept: u32,
+}
 
 #[derive(Debug, Clone, Copy)]
 struct Posting {
@@ -96,6 +156,8 @@ pub struct SearchIndex {
     /// Lowercased multi-part tool names (with a separator or camelCase) that a
     /// query may mention verbatim among other words.
     identifier_names: HashMap<Box<str>, Vec<u32>>,
+    /// The terms that occur in some tool name, sorted, for prefix lookups.
+    name_vocabulary: Box<[(Box<str>, u32)]>,
 }
 
 impl SearchIndex {
@@ -216,6 +278,17 @@ impl SearchIndex {
             }
         }
 
+        let mut name_vocabulary: Vec<(Box<str>, u32)> = terms
+            .iter()
+            .filter(|(_, id)| {
+                postings[**id as usize]
+                    .iter()
+                    .any(|p| p.tool & NAME_FLAG != 0)
+            })
+            .map(|(t, id)| (t.clone(), *id))
+            .collect();
+        name_vocabulary.sort_unstable();
+
         let mut names: HashMap<Box<str>, Vec<u32>> = HashMap::new();
         let mut identifier_names: HashMap<Box<str>, Vec<u32>> = HashMap::new();
         for (i, tool) in tools.iter().enumerate() {
@@ -242,7 +315,36 @@ impl SearchIndex {
                 .map(|(t, c)| (t.name.clone().into_boxed_str(), c))
                 .collect(),
             identifier_names,
+            name_vocabulary: name_vocabulary.into_boxed_slice(),
         }
+    }
+
+    /// Whether some tool's text has the CJK word `chars`: its character, or
+    /// every one of its bigrams.
+    fn has_cjk_word(&self, chars: &[char]) -> bool {
+        let mut s = String::new();
+        if chars.len() == 1 {
+            s.push(chars[0]);
+            return self.terms.contains_key(s.as_str());
+        }
+        chars.windows(2).all(|w| {
+            s.clear();
+            s.extend(w);
+            self.terms.contains_key(s.as_str())
+        })
+    }
+
+    /// Name terms that `word` (stemmed, not itself a term) abbreviates:
+    /// `auth` -> `authenticated`, `notif` -> `notification`.
+    fn name_prefixed(&self, word: &str) -> impl Iterator<Item = &str> {
+        let ok = word.len() >= MIN_PREFIX && !self.terms.contains_key(word);
+        let start = self.name_vocabulary.partition_point(|(t, _)| &**t < word);
+        self.name_vocabulary[start..]
+            .iter()
+            .take_while(move |(t, _)| ok && t.starts_with(word))
+            .filter(move |(t, _)| t.len() >= word.len() + 2)
+            .take(MAX_PREFIX_EXPANSIONS)
+            .map(|(t, _)| &**t)
     }
 
     /// Ranks the tools for `query`, best first, considering only tools whose registry
@@ -265,22 +367,41 @@ impl SearchIndex {
             exact.extend(list.into_iter().filter(|&i| eligible(i)));
         }
 
-        let n = self.tools.len();
-        let mut scores = vec![0f32; n];
-        let mut name_hits = vec![0f32; n];
+        // Per concept (a query word with its expansions), a tool scores its
+        // best variant in full and the others at a fraction, so a word with
+        // many synonyms counts about once.
+        let mut terms = self.query_terms(trimmed);
+        terms.sort_by_key(|t| t.concept);
+        let mut acc = vec![Acc::default(); self.tools.len()];
         let mut touched: Vec<u32> = Vec::new();
-
-        for (id, weight) in self.query_terms(trimmed) {
-            for p in self.postings[id as usize].iter() {
-                let tool = (p.tool & !NAME_FLAG) as usize;
-                if scores[tool] == 0.0 {
-                    touched.push(tool as u32);
-                }
-                scores[tool] += weight * p.score;
-                if p.tool & NAME_FLAG != 0 {
-                    name_hits[tool] += weight;
+        let mut local: Vec<u32> = Vec::new();
+        for group in terms.chunk_by(|a, b| a.concept == b.concept) {
+            for t in group {
+                for p in self.postings[t.id as usize].iter() {
+                    let tool = (p.tool & !NAME_FLAG) as usize;
+                    let a = &mut acc[tool];
+                    if !a.in_concept {
+                        a.in_concept = true;
+                        local.push(tool as u32);
+                    }
+                    let v = t.weight * p.score;
+                    a.sum += v;
+                    a.best = a.best.max(v);
+                    if p.tool & NAME_FLAG != 0 {
+                        a.best_name = a.best_name.max(t.weight);
+                    }
                 }
             }
+            for &tool in &local {
+                let a = &mut acc[tool as usize];
+                if a.score == 0.0 {
+                    touched.push(tool);
+                }
+                a.score += a.best + CONCEPT_REST * (a.sum - a.best);
+                a.name_hits += a.best_name;
+                (a.sum, a.best, a.best_name, a.in_concept) = (0.0, 0.0, 0.0, false);
+            }
+            local.clear();
         }
 
         // Tools named verbatim by one of the query's words.
@@ -293,10 +414,10 @@ impl SearchIndex {
             if let Some(list) = self.identifier_names.get(word.to_lowercase().as_str()) {
                 for &i in list {
                     let i = i as usize;
-                    if scores[i] == 0.0 {
+                    if acc[i].score == 0.0 {
                         touched.push(i as u32);
                     }
-                    scores[i] += VERBATIM_NAME_BONUS;
+                    acc[i].score += VERBATIM_NAME_BONUS;
                 }
             }
         }
@@ -306,9 +427,9 @@ impl SearchIndex {
         let mut ranked: Vec<u64> = Vec::with_capacity(touched.len());
         for &t in &touched {
             let i = t as usize;
-            let mut s = scores[i];
-            if name_hits[i] > 0.0 && self.tools[i].1 > 0 {
-                let cover = (name_hits[i] / self.tools[i].1 as f32).min(1.0);
+            let mut s = acc[i].score;
+            if acc[i].name_hits > 0.0 && self.tools[i].1 > 0 {
+                let cover = (acc[i].name_hits / self.tools[i].1 as f32).min(1.0);
                 s += NAME_COVER_BONUS * cover * cover;
             }
             if s <= 0.0 || !s.is_finite() || exact.contains(&i) || !eligible(i) {
@@ -323,26 +444,70 @@ impl SearchIndex {
 
     /// The query's known terms with their weights, deduplicated (first occurrence
     /// keeps its place, the highest weight wins), at most [`MAX_QUERY_TERMS`].
-    fn query_terms(&self, query: &str) -> Vec<(u32, f32)> {
-        let mut out: Vec<(u32, f32)> = Vec::new();
-        let mut push = |term: &str, weight: f32| {
+    fn query_terms(&self, query: &str) -> Vec<QueryTerm> {
+        let mut out: Vec<QueryTerm> = Vec::new();
+        // A term already present keeps the higher weight, and with it that
+        // occurrence's concept.
+        let mut push = |term: &str, weight: f32, concept: u32| {
             let Some(&id) = self.terms.get(term) else {
                 return;
             };
-            if let Some(e) = out.iter_mut().find(|e| e.0 == id) {
-                e.1 = e.1.max(weight);
+            if let Some(e) = out.iter_mut().find(|e| e.id == id) {
+                if weight > e.weight {
+                    e.weight = weight;
+                    e.concept = concept;
+                }
             } else if out.len() < MAX_QUERY_TERMS {
-                out.push((id, weight));
+                out.push(QueryTerm {
+                    id,
+                    weight,
+                    concept,
+                });
             }
         };
+        let mut concept: u32 = 0;
+        for word in query.split_whitespace().take(MAX_QUERY_TERMS) {
+            concept += 1;
+            for hint in shape_hints(word) {
+                push(&stem(hint), W_SHAPE, concept);
+            }
+        }
         let syn = synonyms();
+        let cjk = cjk_vocab();
         let mut previous: Option<String> = None;
+        // After `without`, the next content word is what the user does not want.
+        let mut negated = false;
         scan(query, &mut |piece| match piece {
             Piece::Word { raw, parts } => {
+                if raw == "without" {
+                    negated = true;
+                    previous = None;
+                    return;
+                }
+                if negated && !is_stopword(&stem(&raw)) {
+                    negated = false;
+                    previous = None;
+                    return;
+                }
+                // `not staged` reads as `unstaged` where that is a term.
+                if previous.as_deref() == Some("not") {
+                    let un = stem(&format!("un{raw}"));
+                    if self.terms.contains_key(un.as_str()) {
+                        concept += 1;
+                        push(&un, W_WORD, concept);
+                        previous = None;
+                        return;
+                    }
+                }
+                if let Ok(i) = QUESTION_WORDS.binary_search_by(|(k, _)| (*k).cmp(&raw)) {
+                    concept += 1;
+                    push(&stem(QUESTION_WORDS[i].1), W_QUESTION, concept);
+                }
                 if parts.len() > 1 {
                     let whole = stem(&raw);
                     if !is_stopword(&whole) {
-                        push(&whole, W_CAMEL_WHOLE);
+                        concept += 1;
+                        push(&whole, W_CAMEL_WHOLE, concept);
                     }
                 }
                 for part in &parts {
@@ -350,16 +515,35 @@ impl SearchIndex {
                     if is_stopword(&s) {
                         continue;
                     }
-                    push(&s, W_WORD);
+                    concept += 1;
+                    if s.bytes().all(|b| b.is_ascii_digit()) {
+                        push(&s, W_NUMBER, concept);
+                        continue;
+                    }
+                    push(&s, W_WORD, concept);
+                    for t in self.name_prefixed(&s) {
+                        push(t, W_PREFIX, concept);
+                    }
+                    if is_plural(part, &s) {
+                        // Asking about things in the plural hints at a listing.
+                        push("list", W_PLURAL, PLURAL_CONCEPT);
+                    }
                     if let Some(list) = syn.get(s.as_str()) {
                         for (other, w) in list {
-                            push(other, *w);
+                            push(other, *w, concept);
                         }
                     }
                 }
                 if let Some(prev) = previous.take() {
                     let joined = stem(&format!("{prev}{raw}"));
-                    push(&joined, W_JOINED);
+                    concept += 1;
+                    push(&joined, W_JOINED, concept);
+                    // Phrasal words: `make sure`, `kick off`, `api key`.
+                    if let Some(list) = syn.get(joined.as_str()) {
+                        for (other, w) in list {
+                            push(other, *w, concept);
+                        }
+                    }
                 }
                 previous = Some(raw);
             }
@@ -369,7 +553,8 @@ impl SearchIndex {
                 for w in run.windows(2) {
                     s.clear();
                     s.extend(w);
-                    push(&s, W_CJK_BIGRAM);
+                    concept += 1;
+                    push(&s, W_CJK_BIGRAM, concept);
                 }
                 for &c in &run {
                     if !is_cjk_stopchar(c) {
@@ -380,13 +565,121 @@ impl SearchIndex {
                         } else {
                             W_CJK_UNIGRAM
                         };
-                        push(&s, w);
+                        concept += 1;
+                        push(&s, w, concept);
+                    }
+                }
+                // Known words inside the run bring their equivalents.
+                for i in 0..run.len() {
+                    for len in 1..=cjk.max_len.min(run.len() - i) {
+                        s.clear();
+                        s.extend(&run[i..i + len]);
+                        if let Some(entry) = cjk.words.get(s.as_str()) {
+                            concept += 1;
+                            for (t, w) in &entry.same {
+                                push(t, *w, concept);
+                            }
+                            // Translated only where the registry does not
+                            // have the Chinese word itself.
+                            if !self.has_cjk_word(&run[i..i + len]) {
+                                for (t, w) in &entry.english {
+                                    push(t, *w, concept);
+                                }
+                            }
+                        }
                     }
                 }
             }
             Piece::Break => previous = None,
         });
         out
+    }
+}
+
+/// The concept of the plural hint, shared by every plural in the query.
+const PLURAL_CONCEPT: u32 = u32::MAX;
+
+/// A regular English plural: `tags`, `cookies`, `branches` (not `status`).
+fn is_plural(word: &str, stemmed: &str) -> bool {
+    word.len() > 3 && word.ends_with('s') && stem(&word[..word.len() - 1]) == stemmed
+        || word.ends_with("ies") && stemmed.ends_with('y')
+        || word.ends_with("es") && stem(&word[..word.len() - 2]) == stemmed
+}
+
+/// Known file extensions and what they say beyond "a file".
+const EXTENSIONS: &[(&str, &str)] = &[
+    ("bmp", "image"),
+    ("c", ""),
+    ("cfg", "configuration"),
+    ("conf", "configuration"),
+    ("cpp", ""),
+    ("css", ""),
+    ("csv", ""),
+    ("gif", "image"),
+    ("go", ""),
+    ("h", ""),
+    ("html", ""),
+    ("ini", "configuration"),
+    ("java", ""),
+    ("jpeg", "image"),
+    ("jpg", "image"),
+    ("js", ""),
+    ("json", ""),
+    ("lock", ""),
+    ("log", ""),
+    ("md", "markdown"),
+    ("pdf", "pdf"),
+    ("png", "image"),
+    ("py", ""),
+    ("rb", ""),
+    ("rs", ""),
+    ("sh", ""),
+    ("svg", "image"),
+    ("toml", "configuration"),
+    ("ts", ""),
+    ("tsx", ""),
+    ("txt", "text"),
+    ("webp", "image"),
+    ("xml", ""),
+    ("yaml", "configuration"),
+    ("yml", "configuration"),
+    ("zip", ""),
+];
+
+/// Top-level domains that make `name.tld` a web address rather than a file.
+const DOMAINS: &[&str] = &[
+    "ai", "app", "cn", "co", "com", "de", "dev", "edu", "gov", "io", "jp", "net", "org", "uk",
+];
+
+/// Index terms implied by the shape of one whitespace-separated query word:
+/// a web address means `url`, a file name or path means `file` (and an image
+/// extension `image`, and so on).
+fn shape_hints(word: &str) -> Vec<&'static str> {
+    let word = word.trim_matches(|c: char| "`'\",;()[]{}<>?!“”‘’，。；：（）".contains(c));
+    let lower = word.to_ascii_lowercase();
+    if lower.starts_with("http://") || lower.starts_with("https://") || lower.starts_with("www.") {
+        return vec!["url"];
+    }
+    let Some((stem_part, ext)) = lower.rsplit_once('.') else {
+        return Vec::new();
+    };
+    let base = stem_part.rsplit('/').next().unwrap_or("");
+    if ext.is_empty() || !ext.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        return Vec::new();
+    }
+    if !base.is_empty() && DOMAINS.binary_search(&ext).is_ok() && !stem_part.contains('/') {
+        return vec!["url"];
+    }
+    match EXTENSIONS.binary_search_by(|(e, _)| (*e).cmp(ext)) {
+        Ok(i) if !base.is_empty() || lower.starts_with('.') => {
+            let extra = EXTENSIONS[i].1;
+            if extra.is_empty() {
+                vec!["file"]
+            } else {
+                vec!["file", extra]
+            }
+        }
+        _ => Vec::new(),
     }
 }
 
@@ -413,310 +706,9 @@ fn is_identifier_like(name: &str) -> bool {
     parts > 1 && !name.contains(char::is_whitespace)
 }
 
-// ---------------------------------------------------------------------------
-// Tokenizer
-
-/// What the scanner found, in text order.
-enum Piece {
-    /// A run of letters and digits: lowercased as a whole, and its parts split
-    /// at camelCase and letter/digit boundaries (lowercased, not yet stemmed).
-    Word { raw: String, parts: Vec<String> },
-    /// A run of CJK characters.
-    Cjk(Vec<char>),
-    /// Punctuation other than a word separator: ends a phrase (no joining across).
-    Break,
-}
-
-/// Chinese (Han), Japanese (kana) and Korean (Hangul) characters.
-fn is_cjk(c: char) -> bool {
-    matches!(c as u32,
-        0x3005..=0x3007        // 々 〆 〇
-        | 0x3400..=0x4DBF      // CJK extension A
-        | 0x4E00..=0x9FFF      // CJK unified ideographs
-        | 0xF900..=0xFAFF      // compatibility ideographs
-        | 0x20000..=0x3134F    // extensions B..G
-        | 0x3040..=0x309F      // hiragana
-        | 0x30A0..=0x30FF      // katakana
-        | 0x31F0..=0x31FF      // katakana phonetic extensions
-        | 0xFF66..=0xFF9F      // halfwidth katakana
-        | 0x1100..=0x11FF      // hangul jamo
-        | 0x3130..=0x318F      // hangul compatibility jamo
-        | 0xAC00..=0xD7AF      // hangul syllables
-    ) && c != '\u{30FB}' // katakana middle dot is punctuation
-}
-
-/// Full-width ASCII (common in CJK text) folded to ASCII.
-fn fold_width(c: char) -> char {
-    match c as u32 {
-        0xFF01..=0xFF5E => char::from_u32(c as u32 - 0xFF01 + 0x21).unwrap_or(c),
-        0x3000 => ' ',
-        _ => c,
-    }
-}
-
-/// Splits text into words and CJK runs and hands each to `f`.
-fn scan(text: &str, f: &mut impl FnMut(Piece)) {
-    let mut word: Vec<char> = Vec::new();
-    let mut cjk: Vec<char> = Vec::new();
-    let flush_word = |word: &mut Vec<char>, f: &mut dyn FnMut(Piece)| {
-        if !word.is_empty() {
-            let raw: String = word.iter().flat_map(|c| c.to_lowercase()).collect();
-            let parts = split_word(word);
-            word.clear();
-            f(Piece::Word { raw, parts });
-        }
-    };
-    for c in text.chars().map(fold_width) {
-        if is_cjk(c) {
-            flush_word(&mut word, f);
-            cjk.push(c);
-        } else if c.is_alphanumeric() {
-            if !cjk.is_empty() {
-                f(Piece::Cjk(std::mem::take(&mut cjk)));
-            }
-            word.push(c);
-        } else {
-            flush_word(&mut word, f);
-            if !cjk.is_empty() {
-                f(Piece::Cjk(std::mem::take(&mut cjk)));
-            }
-            // Separators inside identifiers and prose keep a phrase going;
-            // sentence punctuation ends it.
-            if !(c.is_whitespace() || matches!(c, '_' | '-' | '/' | ':' | '.' | '\'' | '’')) {
-                f(Piece::Break);
-            }
-        }
-    }
-    flush_word(&mut word, f);
-    if !cjk.is_empty() {
-        f(Piece::Cjk(cjk));
-    }
-}
-
-/// Splits one alphanumeric run at camelCase (`getFile`, `HTMLParser`) and
-/// letter/digit boundaries, lowercasing the parts.
-fn split_word(w: &[char]) -> Vec<String> {
-    let mut parts = Vec::new();
-    let mut start = 0;
-    for i in 1..w.len() {
-        let (p, c) = (w[i - 1], w[i]);
-        // `HTMLParser` splits before `P`, but a plural `URLs`, `PRs` stays whole.
-        let next_lower = w.get(i + 1).is_some_and(|n| n.is_lowercase())
-            && !(i + 2 == w.len() && w[i + 1] == 's');
-        let boundary = (p.is_lowercase() && c.is_uppercase())
-            || (p.is_uppercase() && c.is_uppercase() && next_lower)
-            || (p.is_numeric() != c.is_numeric());
-        if boundary {
-            parts.push(w[start..i].iter().flat_map(|c| c.to_lowercase()).collect());
-            start = i;
-        }
-    }
-    parts.push(w[start..].iter().flat_map(|c| c.to_lowercase()).collect());
-    parts
-}
-
-/// The index terms of `text`, in order: stemmed words without stopwords
-/// (camelCase words also whole), CJK bigrams then unigrams of each CJK run.
-fn tokenize_into(text: &str, out: &mut Vec<String>) {
-    scan(text, &mut |piece| match piece {
-        Piece::Word { raw, parts } => {
-            if parts.len() > 1 {
-                let whole = stem(&raw);
-                if !is_stopword(&whole) {
-                    out.push(whole);
-                }
-            }
-            for p in parts {
-                let s = stem(&p);
-                if !is_stopword(&s) {
-                    out.push(s);
-                }
-            }
-        }
-        Piece::Cjk(run) => {
-            for w in run.windows(2) {
-                out.push(w.iter().collect());
-            }
-            for c in run {
-                if !is_cjk_stopchar(c) {
-                    out.push(c.to_string());
-                }
-            }
-        }
-        Piece::Break => {}
-    });
-}
-
-/// [`tokenize_into`] into a fresh vector.
-#[cfg(test)]
-fn tokenize(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    tokenize_into(text, &mut out);
-    out
-}
-
-/// Light English stemming of a lowercase word: plurals, `-ing`, `-ed`, and a
-/// final `e`, so `create`, `creates`, `created` and `creating` agree.
-fn stem(w: &str) -> String {
-    if w.len() <= 3 || !w.bytes().all(|b| b.is_ascii_lowercase()) {
-        return w.to_string();
-    }
-    let mut s = w.to_string();
-    if s.ends_with("ies") || (s.ends_with("ied") && s.len() > 4) {
-        s.truncate(s.len() - 3);
-        s.push('y');
-        return s;
-    }
-    if s.ends_with("es")
-        && s.len() >= 5
-        && (s.ends_with("ches")
-            || s.ends_with("shes")
-            || s.ends_with("xes")
-            || s.ends_with("zes")
-            || s.ends_with("sses"))
-    {
-        s.truncate(s.len() - 2);
-    } else if s.ends_with('s') && !s.ends_with("ss") && !s.ends_with("us") && !s.ends_with("is") {
-        s.truncate(s.len() - 1);
-    }
-    if s.ends_with("ing") && s.len() >= 6 {
-        s.truncate(s.len() - 3);
-        undouble(&mut s);
-    } else if s.ends_with("ed") && s.len() >= 5 {
-        s.truncate(s.len() - 2);
-        undouble(&mut s);
-    }
-    if s.ends_with('e') && s.len() >= 4 {
-        s.pop();
-    }
-    s
-}
-
-/// `stopp` -> `stop`, `committ` -> `commit`; `add`, `call`, `pass` stay.
-fn undouble(s: &mut String) {
-    let b = s.as_bytes();
-    let n = b.len();
-    if n >= 4
-        && b[n - 1] == b[n - 2]
-        && !matches!(
-            b[n - 1],
-            b'a' | b'e' | b'i' | b'o' | b'u' | b'l' | b's' | b'z'
-        )
-    {
-        s.pop();
-    }
-}
-
-const STOPWORDS: &[&str] = &[
-    "a", "about", "also", "am", "an", "and", "any", "are", "as", "at", "be", "been", "but", "by",
-    "can", "could", "d", "did", "do", "doe", "does", "for", "from", "had", "has", "have", "he",
-    "her", "here", "his", "how", "i", "if", "in", "into", "is", "it", "its", "just", "let", "ll",
-    "me", "might", "my", "of", "on", "onto", "or", "our", "out", "pleas", "please", "re", "s",
-    "she", "should", "so", "some", "t", "than", "that", "the", "their", "them", "then", "there",
-    "these", "they", "thi", "this", "those", "to", "too", "tool", "up", "us", "use", "ve", "via",
-    "wa", "want", "was", "we", "were", "what", "when", "where", "which", "who", "whose", "why",
-    "will", "with", "would", "you", "your",
-];
-
-fn is_stopword(s: &str) -> bool {
-    STOPWORDS.binary_search(&s).is_ok()
-}
-
-/// Function characters that carry no meaning as unigrams (their bigrams still count).
-fn is_cjk_stopchar(c: char) -> bool {
-    "的了吗呢吧啊我你他她它们请帮是在和与或把给要想个一这那有么".contains(c)
-}
-
-/// Generic query expansions, keyed by stemmed term: (stemmed term, weight).
-fn synonyms() -> &'static HashMap<String, Vec<(String, f32)>> {
-    static MAP: OnceLock<HashMap<String, Vec<(String, f32)>>> = OnceLock::new();
-    MAP.get_or_init(|| {
-        // Groups of interchangeable words: each expands to the others.
-        const GROUPS: &[&[&str]] = &[
-            &["delete", "remove", "erase", "discard", "clear"],
-            &["find", "search", "lookup", "locate", "look"],
-            &["create", "add", "new", "make"],
-            &[
-                "get", "show", "read", "view", "display", "retrieve", "fetch", "see", "inspect",
-            ],
-            &["screenshot", "picture", "image", "photo"],
-            &["update", "modify", "edit", "change", "alter"],
-            &["list", "enumerate"],
-            &["open", "navigate", "visit", "goto", "browse"],
-            &["run", "execute", "exec", "invoke", "launch", "trigger"],
-            &["close", "shut", "exit", "quit"],
-            &["directory", "folder"],
-            &["url", "link", "website", "webpage"],
-            &["rename", "move"],
-            &["download", "fetch"],
-            &["save", "store", "persist"],
-            &["start", "begin"],
-            &["stop", "end", "halt", "finish"],
-            &["type", "enter", "input"],
-            &["weather", "forecast", "temperature"],
-            &["time", "clock"],
-            &["user", "person", "account", "profile", "people"],
-            &["organization", "org", "company"],
-            &["bug", "issue", "ticket"],
-            &["log", "history"],
-            &["diff", "difference", "compare"],
-            &["label", "tag"],
-            &["comment", "reply"],
-            &["doc", "document", "documentation"],
-            &["approve", "accept"],
-            &["cancel", "abort"],
-            &["scroll", "wheel"],
-            &["copy", "duplicate"],
-            &["location", "position", "coordinate"],
-            &["multiple", "several", "many"],
-            &["now", "current"],
-            &["ask", "request"],
-            &["shell", "bash", "terminal"],
-            &["show", "list"],
-            &["script", "javascript", "js"],
-        ];
-        // One-way expansions of abbreviations.
-        const ABBREVIATIONS: &[(&str, &[&str])] = &[
-            ("pr", &["pull", "request"]),
-            ("prs", &["pull", "request"]),
-            ("repo", &["repository"]),
-            ("repos", &["repository"]),
-            ("dir", &["directory"]),
-            ("dirs", &["directory"]),
-            ("cwd", &["current", "directory"]),
-            ("info", &["information", "detail"]),
-            ("config", &["configuration"]),
-            ("env", &["environment"]),
-            ("img", &["image"]),
-            ("msg", &["message"]),
-            ("gh", &["github"]),
-        ];
-        let mut map: HashMap<String, Vec<(String, f32)>> = HashMap::new();
-        for group in GROUPS {
-            let stems: Vec<String> = group.iter().map(|w| stem(w)).collect();
-            for a in &stems {
-                for b in &stems {
-                    if a != b {
-                        let list = map.entry(a.clone()).or_default();
-                        if !list.iter().any(|(t, _)| t == b) {
-                            list.push((b.clone(), W_SYNONYM));
-                        }
-                    }
-                }
-            }
-        }
-        for (short, long) in ABBREVIATIONS {
-            let list = map.entry(stem(short)).or_default();
-            for l in *long {
-                list.push((stem(l), W_ABBREVIATION));
-            }
-        }
-        map
-    })
-}
-
 #[cfg(test)]
 mod tests {
+    use super::tokenize::{STOPWORDS, stem, tokenize};
     use super::*;
     use crate::registry::Tool;
     use serde_json::json;
@@ -945,6 +937,108 @@ mod tests {
             "browser_localstorage_get"
         );
         assert_eq!(names(&reg, &idx, "list open PRs")[0], "list_pull_requests");
+    }
+
+    #[test]
+    fn stemming_handles_irregular_ly_and_tion_forms() {
+        assert_eq!(stem("found"), stem("find"));
+        assert_eq!(stem("children"), stem("child"));
+        assert_eq!(stem("ran"), stem("run"));
+        assert_eq!(stem("recursively"), stem("recursive"));
+        assert_eq!(stem("automatically"), stem("automatic"));
+        assert_eq!(stem("creation"), stem("create"));
+        assert_eq!(stem("navigation"), stem("navigate"));
+        assert_eq!(stem("apply"), "apply");
+        assert_eq!(stem("action"), "action");
+        // A final `e` is kept when dropping it would leave a stopword.
+        assert_eq!(stem("notes"), "note");
+    }
+
+    #[test]
+    fn word_shapes_imply_files_and_urls() {
+        assert_eq!(shape_hints("notes.txt"), ["file", "text"]);
+        assert_eq!(shape_hints("src/main.rs"), ["file"]);
+        assert_eq!(shape_hints("`logo.png`"), ["file", "image"]);
+        assert_eq!(shape_hints("https://example.com/a"), ["url"]);
+        assert_eq!(shape_hints("example.com"), ["url"]);
+        assert!(shape_hints("document.title").is_empty());
+        assert!(shape_hints("3.5").is_empty());
+        assert!(shape_hints("end.").is_empty());
+    }
+
+    #[test]
+    fn synonyms_count_once_per_concept() {
+        // `look` expands to find/search/locate/query; a tool matching all of
+        // them must not beat one matching the query's other word as well.
+        let reg = registry(&[
+            ("finder", "find search locate query things"),
+            ("page_finder", "find text in the page"),
+        ]);
+        let idx = SearchIndex::new(&reg);
+        assert_eq!(names(&reg, &idx, "look in the page")[0], "page_finder");
+    }
+
+    #[test]
+    fn query_shapes_negation_and_phrases_help() {
+        let reg = registry(&[
+            ("write_file", "Write content to a file"),
+            ("save_page", "Save the page as PDF"),
+            ("merge_pull_request", "Merge a pull request"),
+            ("close_pull_request", "Close a pull request"),
+            ("verify_visible", "Verify an element is visible"),
+            ("click_button", "Click a button"),
+            ("diff_unstaged", "Shows unstaged changes"),
+            ("diff_staged", "Shows staged changes"),
+        ]);
+        let idx = SearchIndex::new(&reg);
+        assert_eq!(names(&reg, &idx, "save this to notes.txt")[0], "write_file");
+        assert_eq!(
+            names(&reg, &idx, "close the pull request without merging")[0],
+            "close_pull_request"
+        );
+        assert_eq!(
+            names(&reg, &idx, "make sure the banner is there")[0],
+            "verify_visible"
+        );
+        assert_eq!(
+            names(&reg, &idx, "changes that are not staged")[0],
+            "diff_unstaged"
+        );
+    }
+
+    #[test]
+    fn abbreviated_words_find_name_terms() {
+        let reg = registry(&[
+            ("get_authenticated_user", "Who is signed in"),
+            ("get_author", "The writer of a book"),
+        ]);
+        let idx = SearchIndex::new(&reg);
+        assert_eq!(names(&reg, &idx, "authent")[0], "get_authenticated_user");
+    }
+
+    #[test]
+    fn plurals_hint_at_listing() {
+        let reg = registry(&[("get_tag", "Get a tag"), ("list_tags", "List tags")]);
+        let idx = SearchIndex::new(&reg);
+        assert_eq!(names(&reg, &idx, "which tags exist")[0], "list_tags");
+        assert_eq!(names(&reg, &idx, "tag v1.0")[0], "get_tag");
+    }
+
+    #[test]
+    fn chinese_equivalents_and_glossary_help() {
+        let reg = registry(&[
+            ("walking_route", "步行路径规划"),
+            ("driving_route", "驾车路径规划"),
+            ("around_search", "周边搜索"),
+            ("read_file", "Read a file"),
+            ("click", "Click on the page"),
+        ]);
+        let idx = SearchIndex::new(&reg);
+        assert_eq!(names(&reg, &idx, "走路去公园的路线")[0], "walking_route");
+        assert_eq!(names(&reg, &idx, "开车去公司")[0], "driving_route");
+        assert_eq!(names(&reg, &idx, "附近的酒店")[0], "around_search");
+        assert_eq!(names(&reg, &idx, "读取文件内容")[0], "read_file");
+        assert_eq!(names(&reg, &idx, "点击按钮")[0], "click");
     }
 
     #[test]
