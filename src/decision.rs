@@ -131,6 +131,8 @@ pub enum CauseKind {
     ModelInvocable,
     Hide,
     Grant,
+    /// `nodefer`, as SPEC 4 spells it (not serde's `no_defer`).
+    #[serde(rename = "nodefer")]
     NoDefer,
     Switch,
     Defer,

@@ -270,7 +270,10 @@ fn required_str(o: &Map<String, Value>, at: &str, field: &str) -> Result<String,
             format!("{at}.{field}"),
             format!("expected a string, found {}", kind(other)),
         )),
-        None => Err(err(at, format!("missing `{field}`"))),
+        None => Err(err(
+            format!("{at}.{field}"),
+            format!("missing: every entry needs a `{field}`"),
+        )),
     }
 }
 
@@ -401,8 +404,8 @@ mod tests {
         let e = Registry::from_json(r#"[{"name": "a"}, {"name": "b"}, {"name": 3}]"#).unwrap_err();
         assert_eq!(e.path, "tools[2].name");
         let e = Registry::from_json(r#"[{"name": "a"}, {"description": "x"}]"#).unwrap_err();
-        assert_eq!(e.path, "tools[1]");
-        assert!(e.message.contains("missing `name`"));
+        assert_eq!(e.path, "tools[1].name");
+        assert!(e.message.contains("missing"));
         let e = Registry::from_json(r#"[{"name": "a"}, {"name": "a"}]"#).unwrap_err();
         assert_eq!(e.path, "tools[1].name");
         assert!(e.message.contains("duplicate"));

@@ -22,12 +22,53 @@ mod fast;
 /// Parses a whole file; the tree holds every item that parsed, the diagnostics
 /// every one that did not.
 pub fn parse(text: &str) -> (Ast, Vec<Diagnostic>) {
+    // Both parsers and every pass over the tree recurse once per block level:
+    // a file of thousands of `{` would overflow the stack, so it is refused
+    // before parsing.
+    if let Some(at) = too_deep(text) {
+        let d = Diagnostic::new(
+            Code::Syntax,
+            Span::new(at, at + 1),
+            format!("blocks are nested more than {MAX_DEPTH} deep"),
+        )
+        .with_help("blocks nest at most two deep: a `when` block inside a `mode` or `bot` block");
+        return (Ast::default(), vec![d]);
+    }
     // Well-formed files take the hand-written fast path (see `fast`); pest
     // reads everything else and says what is wrong.
     if let Some(ast) = fast::parse(text) {
         return (ast, Vec::new());
     }
     parse_with_pest(text)
+}
+
+/// Far beyond any legal nesting (two), well within the stack.
+const MAX_DEPTH: usize = 32;
+
+/// The offset of the first `{` that opens a block deeper than [`MAX_DEPTH`],
+/// braces in comments and quoted patterns aside.
+fn too_deep(text: &str) -> Option<usize> {
+    let (mut depth, mut quoted, mut escaped, mut comment) = (0usize, false, false, false);
+    for (i, b) in text.bytes().enumerate() {
+        match b {
+            b'\n' => (quoted, escaped, comment) = (false, false, false),
+            _ if comment => {}
+            _ if escaped => escaped = false,
+            b'\\' if quoted => escaped = true,
+            b'"' => quoted = !quoted,
+            _ if quoted => {}
+            b'#' => comment = true,
+            b'{' => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return Some(i);
+                }
+            }
+            b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    None
 }
 
 fn parse_with_pest(text: &str) -> (Ast, Vec<Diagnostic>) {

@@ -8,15 +8,55 @@
 //! to what the block lets through. Selectors of different kinds are never
 //! compared: `Grant(source:x)` after `Grant(*)` also restricts skills.
 
-use crate::ast::Selector;
+use std::collections::HashMap;
+
+use crate::ast::{Selector, SelectorKind};
 use crate::diag::{Code, Diagnostic};
-use crate::policy::Policy;
+use crate::policy::{Condition, Policy, RuleKind, Scope};
 
 use super::algebra::subsumes;
 
+#[derive(Clone, Copy)]
 struct Earlier<'a> {
     rule: usize,
     sel: &'a Selector,
+}
+
+/// The selectors seen so far in one (rule kind, scope, condition), in file
+/// order. A pattern without `*` subsumes only itself, so those are found by
+/// a hash lookup and only wildcard patterns are compared one by one: a rule
+/// listing thousands of names costs linear time, not quadratic.
+#[derive(Default)]
+struct Seen<'a> {
+    exact: HashMap<(SelectorKind, &'a str), (usize, Earlier<'a>)>,
+    wild: Vec<(usize, Earlier<'a>)>,
+    count: usize,
+}
+
+impl<'a> Seen<'a> {
+    /// The first earlier selector that matches every name `s` does.
+    fn first_covering(&self, s: &Selector) -> Option<Earlier<'a>> {
+        let exact = self.exact.get(&(s.kind, s.pattern.as_str()));
+        let limit = exact.map_or(usize::MAX, |(at, _)| *at);
+        self.wild
+            .iter()
+            .take_while(|(at, _)| *at < limit)
+            .find(|(_, e)| e.sel.kind == s.kind && subsumes(&e.sel.pattern, &s.pattern))
+            .or(exact)
+            .map(|(_, e)| *e)
+    }
+
+    fn push(&mut self, e: Earlier<'a>) {
+        let at = self.count;
+        self.count += 1;
+        if e.sel.pattern.contains('*') {
+            self.wild.push((at, e));
+        } else {
+            self.exact
+                .entry((e.sel.kind, e.sel.pattern.as_str()))
+                .or_insert((at, e));
+        }
+    }
 }
 
 /// Reports redundant rules and selectors; returns, per rule, whether the whole
@@ -24,29 +64,19 @@ struct Earlier<'a> {
 pub fn check(policy: &Policy, out: &mut Vec<Diagnostic>) -> Vec<bool> {
     let mut whole = vec![false; policy.rules.len()];
     let line = |span: crate::ast::Span| policy.source.line_col(span.start).0;
+    let mut groups: HashMap<(RuleKind, &Scope, Option<&Condition>), Seen<'_>> = HashMap::new();
     for (ri, rule) in policy.rules.iter().enumerate() {
+        let seen = groups
+            .entry((rule.kind, &rule.scope, rule.when.as_ref()))
+            .or_default();
         let mut found: Vec<(&Selector, Earlier<'_>)> = Vec::new();
-        for (si, s) in rule.selectors.iter().enumerate() {
-            let same_rule = rule.selectors[..si]
-                .iter()
-                .map(|t| Earlier { rule: ri, sel: t });
-            let before = policy.rules[..ri]
-                .iter()
-                .enumerate()
-                .filter(|(_, r)| {
-                    r.kind == rule.kind && r.scope == rule.scope && r.when == rule.when
-                })
-                .flat_map(|(rj, r)| {
-                    r.selectors
-                        .iter()
-                        .map(move |t| Earlier { rule: rj, sel: t })
-                });
-            if let Some(e) = before
-                .chain(same_rule)
-                .find(|e| e.sel.kind == s.kind && subsumes(&e.sel.pattern, &s.pattern))
-            {
+        for s in &rule.selectors {
+            // Earlier rules of the group come first, then earlier selectors
+            // of this rule: the order in which they were pushed.
+            if let Some(e) = seen.first_covering(s) {
                 found.push((s, e));
             }
+            seen.push(Earlier { rule: ri, sel: s });
         }
         if found.is_empty() {
             continue;

@@ -119,7 +119,8 @@ impl ActivationResult {
             }
         }
         let n = self.remaining_deferred;
-        let _ = write!(t, "{n} {} remain on demand.", tools(n));
+        let verb = if n == 1 { "remains" } else { "remain" };
+        let _ = write!(t, "{n} {} {verb} on demand.", tools(n));
         self.text = t;
     }
 }

@@ -2,6 +2,7 @@
 
 mod arbitrary;
 mod cli_tools;
+mod conformance;
 mod diagnostics_doc;
 mod fixtures;
 mod golden;

@@ -54,6 +54,19 @@ pub fn read(path: &Path) -> Result<Vec<u8>, CliError> {
     std::fs::read(path).map_err(|e| CliError::Io(path.to_path_buf(), e))
 }
 
+/// Writes to standard output; when it is closed or fails, says so and ends
+/// the command with exit code 2 (a panic would exit with 101).
+pub fn write_stdout(args: fmt::Arguments<'_>) {
+    use std::io::Write as _;
+    if let Err(e) = std::io::stdout().lock().write_fmt(args) {
+        let _ = writeln!(
+            std::io::stderr(),
+            "error: cannot write to standard output: {e}"
+        );
+        std::process::exit(2);
+    }
+}
+
 /// Whether to colour output written to stdout.
 pub fn color() -> bool {
     std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()

@@ -4,6 +4,24 @@
 //! A thin client of the library: each subcommand is one file with its own
 //! arguments; every command returns a `Result`, and exit codes are decided here.
 
+/// `print!` and `println!` for every subcommand: standard output closed early
+/// (`policy plan ... | head -1`) ends the command with an error and exit code
+/// 2, where the standard macros would panic.
+macro_rules! print {
+    ($($arg:tt)*) => {
+        $crate::common::write_stdout(format_args!($($arg)*))
+    };
+}
+
+macro_rules! println {
+    () => {
+        $crate::common::write_stdout(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::common::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
 mod check;
 mod common;
 mod diff;
