@@ -4,25 +4,18 @@
 //! against what the policy declares on the first turn plus the catalog that
 //! stands for the rest, and the share of tokens saved.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use serde::Serialize;
 use toolpolicy::Context;
 
 use crate::common::{self, CliError, Format};
-use crate::runtime_args::{load_engine, thousands};
+use crate::runtime_args::{EngineArgs, thousands};
 
 #[derive(clap::Args)]
 pub struct Args {
-    #[arg(long)]
-    policy: PathBuf,
-    /// The tool registry (JSON)
-    #[arg(long)]
-    registry: PathBuf,
-    /// The skill list (JSON)
-    #[arg(long)]
-    skills: Option<PathBuf>,
+    #[command(flatten)]
+    files: EngineArgs,
     /// Measure as this Bot
     #[arg(long)]
     bot: Option<String>,
@@ -55,12 +48,7 @@ struct Row {
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    let engine = load_engine(
-        &args.policy,
-        &args.registry,
-        args.skills.as_deref(),
-        args.format,
-    )?;
+    let engine = args.files.load(args.format)?;
     let snap = engine.snapshot();
     let modes: Vec<Option<String>> = if snap.table().modes().is_empty() {
         vec![None]
@@ -110,8 +98,8 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     }
     if args.format == Format::Json {
         common::print_json(&serde_json::json!({
-            "policy": args.policy.display().to_string(),
-            "registry": args.registry.display().to_string(),
+            "policy": args.files.policy.display().to_string(),
+            "registry": args.files.registry.display().to_string(),
             "modes": rows,
         }))?;
         return Ok(ExitCode::SUCCESS);

@@ -1,23 +1,16 @@
 //! `policy plan --policy F --registry F [--skills F] --mode M [--bot B] [--flag X]... [--tools PROVIDER]`
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use toolpolicy::runtime::{Plan, parse_provider};
 
 use crate::common::{self, CliError, Format};
-use crate::runtime_args::{ContextArgs, load_engine, names, require_mode, thousands};
+use crate::runtime_args::{ContextArgs, EngineArgs, names, session, thousands};
 
 #[derive(clap::Args)]
 pub struct Args {
-    #[arg(long)]
-    policy: PathBuf,
-    /// The tool registry (JSON)
-    #[arg(long)]
-    registry: PathBuf,
-    /// The skill list (JSON)
-    #[arg(long)]
-    skills: Option<PathBuf>,
+    #[command(flatten)]
+    files: EngineArgs,
     #[command(flatten)]
     context: ContextArgs,
     /// Print the declared tools as a provider's request `tools` array instead:
@@ -29,18 +22,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    let engine = load_engine(
-        &args.policy,
-        &args.registry,
-        args.skills.as_deref(),
-        args.format,
-    )?;
-    let ctx = args.context.context();
-    require_mode(&engine, &ctx)?;
-    let session = engine
-        .session(ctx)
-        .map_err(|e| CliError::Usage(e.to_string()))?;
-    let plan = session
+    let engine = args.files.load(args.format)?;
+    let plan = session(&engine, &args.context)?
         .plan(&engine)
         .map_err(|e| CliError::Usage(e.to_string()))?;
     if let Some(p) = &args.tools {

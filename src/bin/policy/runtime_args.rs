@@ -1,9 +1,9 @@
 //! What the runtime commands (`plan`, `search`, `replay`, `measure`) share:
 //! loading an engine from files and building a context from flags.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use toolpolicy::runtime::Engine;
+use toolpolicy::runtime::{Engine, Session};
 use toolpolicy::{Context, SkillList};
 
 use crate::common::{self, CliError, Format};
@@ -35,6 +35,35 @@ impl ContextArgs {
             grants: (!self.grants.is_empty()).then(|| self.grants.clone()),
         }
     }
+}
+
+/// The files `plan`, `search` and `measure` build their engine from.
+#[derive(clap::Args, Debug, Clone)]
+pub struct EngineArgs {
+    #[arg(long)]
+    pub policy: PathBuf,
+    /// The tool registry (JSON)
+    #[arg(long)]
+    pub registry: PathBuf,
+    /// The skill list (JSON)
+    #[arg(long)]
+    pub skills: Option<PathBuf>,
+}
+
+impl EngineArgs {
+    pub fn load(&self, format: Format) -> Result<Engine, CliError> {
+        load_engine(&self.policy, &self.registry, self.skills.as_deref(), format)
+    }
+}
+
+/// A chat in the context the flags give, after checking that a mode is given
+/// where the policy declares modes.
+pub fn session(engine: &Engine, ctx: &ContextArgs) -> Result<Session, CliError> {
+    let ctx = ctx.context();
+    require_mode(engine, &ctx)?;
+    engine
+        .session(ctx)
+        .map_err(|e| CliError::Usage(e.to_string()))
 }
 
 /// Loads policy, registry and skills into an engine; policy errors are printed.

@@ -1,23 +1,16 @@
 //! `policy search QUERY --policy F --registry F --mode M [--names a,b]`
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::common::{self, CliError, Format};
-use crate::runtime_args::{ContextArgs, load_engine, names, require_mode};
+use crate::runtime_args::{ContextArgs, EngineArgs, names, session};
 
 #[derive(clap::Args)]
 pub struct Args {
     /// What the model searched for (may be empty with `--names`)
     query: String,
-    #[arg(long)]
-    policy: PathBuf,
-    /// The tool registry (JSON)
-    #[arg(long)]
-    registry: PathBuf,
-    /// The skill list (JSON)
-    #[arg(long)]
-    skills: Option<PathBuf>,
+    #[command(flatten)]
+    files: EngineArgs,
     #[command(flatten)]
     context: ContextArgs,
     /// Exact tool names the model asked for, comma-separated
@@ -28,19 +21,10 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    let engine = load_engine(
-        &args.policy,
-        &args.registry,
-        args.skills.as_deref(),
-        args.format,
-    )?;
-    let ctx = args.context.context();
-    require_mode(&engine, &ctx)?;
-    let usage = |e: toolpolicy::ContextError| CliError::Usage(e.to_string());
-    let mut session = engine.session(ctx).map_err(usage)?;
-    let result = session
+    let engine = args.files.load(args.format)?;
+    let result = session(&engine, &args.context)?
         .search(&engine, &args.query, &args.names)
-        .map_err(usage)?;
+        .map_err(|e| CliError::Usage(e.to_string()))?;
     match args.format {
         Format::Json => common::print_json(&result)?,
         _ => {
