@@ -234,47 +234,7 @@ impl Session {
         names: &[S],
         status: ResultStatus,
     ) -> Result<ActivationResult, ContextError> {
-        let (snap, base) = self.prepare(engine)?;
-        let limit = base.settings.max_activations as usize;
-        let mut out = ActivationResult {
-            status,
-            ..ActivationResult::default()
-        };
-        if status.is_ok() {
-            let q = query.trim();
-            let query_is_name = snap
-                .registry()
-                .index_of(q)
-                .is_some_and(|i| base.state(i as u32) != ToolState::Hidden);
-            let exact = names.iter().map(AsRef::as_ref);
-            if query_is_name {
-                self.take_names(&snap, &base, exact.chain([q]), limit, &mut out);
-            } else {
-                self.take_names(&snap, &base, exact, limit, &mut out);
-                let mut activated = self.activated.clone();
-                activated.sort_unstable();
-                let ranked = snap.search_index().rank(q, |i| {
-                    base.state(i as u32) == ToolState::Deferred
-                        && activated.binary_search(&(i as u32)).is_err()
-                });
-                let tools = snap.registry().tools();
-                for i in ranked {
-                    let name = &tools[i].name;
-                    if out.activated.len() < limit {
-                        self.activated.push(i as u32);
-                        out.activated.push(name.clone());
-                    } else if out.matches.len() < MAX_MATCHES {
-                        out.matches.push(name.clone());
-                    } else {
-                        break;
-                    }
-                }
-            }
-            self.record_added(&snap, &out.activated);
-        }
-        out.remaining_deferred = self.remaining(&base);
-        out.write_text(Verb::Search, query, base.settings.max_activations);
-        Ok(out)
+        self.activate(engine, Verb::Search, query, names, status)
     }
 
     /// A load (SPEC 3.3): activates the named deferred tools, at most
@@ -294,6 +254,19 @@ impl Session {
         names: &[S],
         status: ResultStatus,
     ) -> Result<ActivationResult, ContextError> {
+        self.activate(engine, Verb::Load, "", names, status)
+    }
+
+    /// Search and load: exact names first, then (for a search) the query's
+    /// ranked matches, at most `max_activations` in all.
+    fn activate<S: AsRef<str>>(
+        &mut self,
+        engine: &Engine,
+        verb: Verb,
+        query: &str,
+        names: &[S],
+        status: ResultStatus,
+    ) -> Result<ActivationResult, ContextError> {
         let (snap, base) = self.prepare(engine)?;
         let limit = base.settings.max_activations as usize;
         let mut out = ActivationResult {
@@ -301,18 +274,56 @@ impl Session {
             ..ActivationResult::default()
         };
         if status.is_ok() {
-            self.take_names(
-                &snap,
-                &base,
-                names.iter().map(AsRef::as_ref),
-                limit,
-                &mut out,
-            );
+            let q = query.trim();
+            let query_is_name = verb == Verb::Search
+                && snap
+                    .registry()
+                    .index_of(q)
+                    .is_some_and(|i| base.state(i as u32) != ToolState::Hidden);
+            let exact = names.iter().map(AsRef::as_ref);
+            if query_is_name {
+                self.take_names(&snap, &base, exact.chain([q]), limit, &mut out);
+            } else {
+                self.take_names(&snap, &base, exact, limit, &mut out);
+                if verb == Verb::Search {
+                    self.take_ranked(&snap, &base, q, limit, &mut out);
+                }
+            }
             self.record_added(&snap, &out.activated);
         }
         out.remaining_deferred = self.remaining(&base);
-        out.write_text(Verb::Load, "", base.settings.max_activations);
+        out.write_text(verb, query, base.settings.max_activations);
         Ok(out)
+    }
+
+    /// The query's ranked matches among the tools deferred and not yet
+    /// activated: activated up to `limit`, the next ones reported by name.
+    fn take_ranked(
+        &mut self,
+        snap: &Snapshot,
+        base: &BasePlan,
+        query: &str,
+        limit: usize,
+        out: &mut ActivationResult,
+    ) {
+        let mut activated = self.activated.clone();
+        activated.sort_unstable();
+        let ranked = snap.search_index().rank(query, |i| {
+            base.state(i as u32) == ToolState::Deferred
+                && activated.binary_search(&(i as u32)).is_err()
+        });
+        let tools = snap.registry().tools();
+        for i in ranked {
+            let name = &tools[i].name;
+            if out.activated.len() < limit {
+                self.activated.push(i as u32);
+                out.activated.push(name.clone());
+            } else if out.matches.len() < MAX_MATCHES {
+                out.matches.push(name.clone());
+            } else {
+                break;
+            }
+        }
     }
 
     /// The model calls a tool directly. A declared tool may run (report its
