@@ -156,21 +156,22 @@ impl CauseKind {
         }
     }
 
+    /// Every cause, in the order of the decision procedure.
+    pub const ALL: [CauseKind; 10] = [
+        CauseKind::Guard,
+        CauseKind::Search,
+        CauseKind::ModelInvocable,
+        CauseKind::Hide,
+        CauseKind::Grant,
+        CauseKind::NoDefer,
+        CauseKind::Switch,
+        CauseKind::Defer,
+        CauseKind::Hint,
+        CauseKind::Default,
+    ];
+
     pub fn parse(s: &str) -> Option<CauseKind> {
-        [
-            CauseKind::Guard,
-            CauseKind::Search,
-            CauseKind::ModelInvocable,
-            CauseKind::Hide,
-            CauseKind::Grant,
-            CauseKind::NoDefer,
-            CauseKind::Switch,
-            CauseKind::Defer,
-            CauseKind::Hint,
-            CauseKind::Default,
-        ]
-        .into_iter()
-        .find(|c| c.as_str() == s)
+        Self::ALL.into_iter().find(|c| c.as_str() == s)
     }
 }
 

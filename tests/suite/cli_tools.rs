@@ -3,21 +3,10 @@
 //! runs them all through this test.
 
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn policy(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_policy"))
-        .args(args)
-        .current_dir(root())
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("policy runs")
-}
+use crate::cli::{policy, root};
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()

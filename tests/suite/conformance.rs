@@ -4,24 +4,13 @@
 //! error with exit code 1 or 2.
 
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
 
 use toolpolicy::decision::CauseKind;
 use toolpolicy::{Policy, Registry, SkillList};
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn policy(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_policy"))
-        .args(args)
-        .current_dir(root())
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("policy runs")
-}
+use crate::cli::policy;
 
 /// A fresh scratch folder for one test, removed when the test ends.
 struct Scratch(PathBuf);
@@ -55,18 +44,7 @@ impl Drop for Scratch {
 /// `no_defer`.
 #[test]
 fn cause_kinds_serialize_as_the_spec_words() {
-    for kind in [
-        CauseKind::Guard,
-        CauseKind::Search,
-        CauseKind::ModelInvocable,
-        CauseKind::Hide,
-        CauseKind::Grant,
-        CauseKind::NoDefer,
-        CauseKind::Switch,
-        CauseKind::Defer,
-        CauseKind::Hint,
-        CauseKind::Default,
-    ] {
+    for kind in CauseKind::ALL {
         assert_eq!(
             serde_json::to_value(kind).unwrap(),
             serde_json::json!(kind.as_str())
