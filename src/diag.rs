@@ -71,10 +71,12 @@ pub enum Code {
     CatalogOverflow,
     /// A mode whose first turn declares more tokens than `--max-tokens`.
     TokenBudget,
+    /// `Defer` or `NoDefer` naming skills, which are never deferred.
+    NoEffectOnSkill,
 }
 
 impl Code {
-    pub const ALL: [Code; 22] = [
+    pub const ALL: [Code; 23] = [
         Code::Syntax,
         Code::UnclosedBlock,
         Code::StrayClose,
@@ -97,6 +99,7 @@ impl Code {
         Code::LiteralGlobChar,
         Code::CatalogOverflow,
         Code::TokenBudget,
+        Code::NoEffectOnSkill,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -123,6 +126,7 @@ impl Code {
             Code::LiteralGlobChar => "PL107",
             Code::CatalogOverflow => "PL108",
             Code::TokenBudget => "PL109",
+            Code::NoEffectOnSkill => "PL110",
         }
     }
 

@@ -17,6 +17,7 @@
 //! | PL107 | `?`, `[`, `]`, `{`, `}` in a pattern | |
 //! | PL108 | deferred tools the catalog has no room for | registry |
 //! | PL109 | a first turn over `--max-tokens` | registry |
+//! | PL110 | `Defer` or `NoDefer` naming skills, which are never deferred | |
 
 mod algebra;
 mod budget;
@@ -26,9 +27,9 @@ mod redundant;
 mod shadow;
 mod world;
 
-use crate::ast::Span;
+use crate::ast::{SelectorKind, Span};
 use crate::diag::{Code, Diagnostic};
-use crate::policy::Policy;
+use crate::policy::{Policy, RuleKind};
 use crate::registry::{Registry, SkillList};
 
 pub use algebra::{overlap, subsumes};
@@ -65,6 +66,7 @@ pub fn lint(
 pub fn lint_with(policy: &Policy, options: &Options<'_>) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     literal_glob_chars(policy, &mut out);
+    defer_on_skills(policy, &mut out);
     let repeated = redundant::check(policy, &mut out);
     let world = world::World::new(policy, options.registry, options.skills);
     let guard_only = guards::check(&world, &mut out);
@@ -107,6 +109,37 @@ fn literal_glob_chars(policy: &Policy, out: &mut Vec<Diagnostic>) {
                     .with_help("did you mean `*`? it is the only wildcard"),
                 );
             }
+        }
+    }
+}
+
+/// Skills are listed or hidden, never deferred (SPEC 2.3: lines 4 to 7 do not
+/// apply to them), so a `skill:` selector in `Defer` or `NoDefer` does nothing.
+/// A `source:` selector is left alone: it also picks tools.
+fn defer_on_skills(policy: &Policy, out: &mut Vec<Diagnostic>) {
+    for rule in &policy.rules {
+        if !matches!(rule.kind, RuleKind::Defer | RuleKind::NoDefer) {
+            continue;
+        }
+        for sel in rule
+            .selectors
+            .iter()
+            .filter(|s| s.kind == SelectorKind::Skill)
+        {
+            let written = policy.source.slice(sel.span);
+            out.push(
+                Diagnostic::new(
+                    Code::NoEffectOnSkill,
+                    sel.span,
+                    format!(
+                        "`{}` has no effect on `{written}`: skills are never deferred",
+                        rule.kind.word()
+                    ),
+                )
+                .with_help(format!(
+                    "a listed skill is always in the skills block; use `Hide({written})` to keep it from the model, or `Grant` to allow only some skills"
+                )),
+            );
         }
     }
 }

@@ -73,8 +73,9 @@ fn undiscoverable_fires_without_a_search_tool() {
 #[test]
 fn undiscoverable_is_quiet_with_a_search_tool_or_nothing_deferred() {
     assert_eq!(plain(&format!("{SEARCH}Defer(*)\n")), []);
-    // Deferring nothing (a skill, or under the switch) locks nobody out.
-    assert_eq!(plain("Defer(skill:x)\n"), []);
+    // Deferring nothing (a skill, or under the switch) locks nobody out; a
+    // skill in `Defer` is its own finding.
+    assert_eq!(plain("Defer(skill:x)\n"), [("PL110", 1)]);
     assert_eq!(
         plain("defer_loading = false\nDefer(*)\n"),
         [("PL102", 2)],
@@ -307,6 +308,23 @@ fn literal_glob_characters() {
         [("PL107", 2)]
     );
     assert_eq!(plain(&format!("{SEARCH}Defer(\"browser *\")\n")), []);
+}
+
+// PL110 -----------------------------------------------------------------
+
+#[test]
+fn defer_on_skills() {
+    assert_eq!(
+        plain(&format!("{SEARCH}Defer(skill:x)\nNoDefer(a, skill:y*)\n")),
+        [("PL110", 2), ("PL110", 3)]
+    );
+    // Hide and Grant do act on skills; `source:` also picks tools.
+    assert_eq!(
+        plain(&format!(
+            "{SEARCH}Hide(skill:x)\nDefer(source:mcp:*)\nbot b {{\n  Grant(skill:y)\n}}\n"
+        )),
+        []
+    );
 }
 
 // PL108 / PL109 ---------------------------------------------------------

@@ -1,8 +1,8 @@
 //! The lints claim things about decisions; here the claims are checked against
 //! the decisions themselves, over random policies. A rule reported as shadowed
-//! (PL102) or repeated (PL103), or a selector reported as naming only guards
-//! (PL104), can be removed without changing any decision in any context the
-//! policy can be asked about — for every possible item without a registry, for
+//! (PL102) or repeated (PL103), a selector reported as naming only guards
+//! (PL104), or a skill in `Defer`/`NoDefer` (PL110), can be removed without
+//! changing any decision in any context the policy can be asked about — for every possible item without a registry, for
 //! the registry's items with one. A `Defer` reported as undiscoverable (PL101)
 //! with a registry does defer a registry tool somewhere.
 
@@ -113,6 +113,19 @@ fn check_claims(text: &str, options: Options<'_>, items: &[ItemRef<'_>]) -> Resu
                 Some(format!("{}{}", &text[..s], &text[e..]))
             }
             (Code::Redundant, None) => without_selector(text, s, e),
+            // A skill in `Defer`/`NoDefer`: drop the selector, or the rule when
+            // it is the only one.
+            (Code::NoEffectOnSkill, _) => without_selector(text, s, e).or_else(|| {
+                let rule = policy
+                    .rules
+                    .iter()
+                    .find(|r| r.span.start <= s && e <= r.span.end)?;
+                Some(format!(
+                    "{}{}",
+                    &text[..rule.span.start],
+                    &text[rule.span.end..]
+                ))
+            }),
             (Code::NoEffectOnGuard, _) => {
                 let rule = policy
                     .rules
