@@ -2,8 +2,8 @@
 //! the decisions themselves, over random policies. A rule reported as shadowed
 //! (PL102) or repeated (PL103), a selector reported as naming only guards
 //! (PL104), or a skill in `Defer`/`NoDefer` (PL110), can be removed without
-//! changing any decision in any context the policy can be asked about — for every possible item without a registry, for
-//! the registry's items with one. A `Defer` reported as undiscoverable (PL101)
+//! changing any decision in any context the policy can be asked about — for
+//! every possible item without a registry, for the registry's items with one. A `Defer` reported as undiscoverable (PL101)
 //! with a registry does defer a registry tool somewhere.
 
 use proptest::prelude::*;
