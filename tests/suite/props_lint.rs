@@ -3,8 +3,9 @@
 //! (PL102) or repeated (PL103), a selector reported as naming only guards
 //! (PL104), or a skill in `Defer`/`NoDefer` (PL110), can be removed without
 //! changing any decision in any context the policy can be asked about — for
-//! every possible item without a registry, for the registry's items with one. A `Defer` reported as undiscoverable (PL101)
-//! with a registry does defer a registry tool somewhere.
+//! every possible item without a registry, for the registry's items with one.
+//! A `Defer` reported as undiscoverable (PL101) with a registry does defer a
+//! registry tool somewhere.
 
 use proptest::prelude::*;
 use toolpolicy::diag::Code;
