@@ -122,6 +122,10 @@ fn replay_json_is_one_entry_per_step() {
 
 #[test]
 fn usage_errors_exit_2() {
+    for empty in ["", "skill:"] {
+        let (code, _) = run(&["explain", empty, "--policy", "policies/pi-desktop.policy"]);
+        assert_eq!(code, Some(2), "explain {empty:?}");
+    }
     assert_eq!(
         run(&with(&["plan"], &[])).0,
         Some(2),

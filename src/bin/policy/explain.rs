@@ -123,6 +123,15 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             &base,
         );
     };
+    if item_name
+        .strip_prefix("skill:")
+        .unwrap_or(item_name)
+        .is_empty()
+    {
+        return Err(CliError::Usage(format!(
+            "`{item_name}` names nothing: give a tool name or `skill:NAME`"
+        )));
+    }
     let item = item_ref(item_name, registry.as_ref(), skills.as_ref());
     let note = not_listed(item_name, registry.as_ref(), skills.as_ref());
     let explain_in = |ctx: &Context| {
