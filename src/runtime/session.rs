@@ -315,6 +315,10 @@ impl Session {
         let tools = snap.registry().tools();
         for i in ranked {
             let name = &tools[i].name;
+            // Named tools past the limit are reported once, as `over_limit`.
+            if out.over_limit.contains(name) {
+                continue;
+            }
             if out.activated.len() < limit {
                 self.activated.push(i as u32);
                 out.activated.push(name.clone());

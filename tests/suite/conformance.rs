@@ -186,3 +186,22 @@ fn the_model_reads_remain_or_remains_by_count() {
     let r = chat.load(&engine, &["beta"]).expect("loads");
     assert!(r.text.ends_with("1 tool remains on demand."), "{}", r.text);
 }
+
+#[test]
+fn a_named_tool_over_the_limit_is_not_also_a_match() {
+    use toolpolicy::{Context, Engine};
+    let policy = Policy::parse("t", "search find\nmax_activations = 1\nDefer(*)\n").expect("valid");
+    let registry = Registry::from_json(
+        r#"[{"name": "find"}, {"name": "web_fetch", "description": "Fetch a web page."},
+            {"name": "web_search", "description": "Search the web for a page."}]"#,
+    )
+    .expect("valid");
+    let engine = Engine::new(policy, registry, SkillList::default());
+    let mut chat = engine.session(Context::default()).expect("no modes");
+    let r = chat
+        .search(&engine, "web page", &["web_fetch", "web_search"])
+        .expect("searches");
+    assert_eq!(r.activated, ["web_fetch"]);
+    assert_eq!(r.over_limit, ["web_search"]);
+    assert!(r.matches.is_empty(), "{:?}", r.matches);
+}
