@@ -72,9 +72,10 @@ pub struct Step {
     pub call: Option<CallStep>,
     #[serde(default)]
     pub load: Option<Vec<String>>,
-    #[serde(default)]
+    /// `{"compact": {}}`; `null` is taken too.
+    #[serde(default, deserialize_with = "any_value")]
     pub compact: Option<Value>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "any_value")]
     pub restart: Option<Value>,
     /// `{"mode": "chat"}`; `null` leaves modes.
     #[serde(default, deserialize_with = "present")]
@@ -100,6 +101,11 @@ where
     T: Deserialize<'de>,
 {
     Option::<T>::deserialize(d).map(Some)
+}
+
+/// A field that is there, whatever its value (`null` included).
+fn any_value<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
 }
 
 impl Step {

@@ -82,6 +82,10 @@ fn scenario_errors_name_the_step() {
     let e = Scenario::from_json(r#"{"steps": [{"call": {"tool": "a", "status": "weird"}}]}"#)
         .unwrap_err();
     assert_eq!(e.path, "steps[0]");
+    // `{}` is how the specification writes payload-free steps; `null` is fine too.
+    let s = Scenario::from_json(r#"{"steps": [{"compact": null}, {"restart": {}}]}"#)
+        .expect("null and {} are both accepted");
+    assert_eq!(s.steps.len(), 2);
 }
 
 #[test]
