@@ -362,6 +362,18 @@ fn compile_and_parse(c: &mut Criterion, base: &[Tool]) {
         b.iter(|| black_box(toolpolicy::parse(text)))
     });
     g.finish();
+
+    // Every lint that needs no registry, over the 10,000-rule policy: what
+    // `policy check` adds to loading it. Lints compare rules with rules, so
+    // this is where a quadratic step would show.
+    let mut g = c.benchmark_group("lint");
+    g.sample_size(10);
+    g.bench_function("10000", |b| {
+        ran("lint/10000");
+        let p = Policy::parse("bench.policy", texts.1.as_str()).expect("loads");
+        b.iter(|| black_box(toolpolicy::lint::lint(&p, None, None)))
+    });
+    g.finish();
 }
 
 /// Keyword queries of the kind a model sends to a search tool.
@@ -546,7 +558,7 @@ fn ran(id: &str) {
 }
 
 /// Every bench ID with its budget (median, nanoseconds), in README order.
-const BUDGETS: [(&str, Option<f64>); 13] = [
+const BUDGETS: [(&str, Option<f64>); 14] = [
     ("decide/table/1000", Some(50.0)),
     ("decide/unseen/1000", Some(5_000.0)),
     ("decide/reference/1000", None),
@@ -554,6 +566,7 @@ const BUDGETS: [(&str, Option<f64>); 13] = [
     ("compile/1000", Some(10e6)),
     ("compile/10000", Some(100e6)),
     ("parse/10000", Some(20e6)),
+    ("lint/10000", None),
     ("plan/100", Some(20e3)),
     ("plan/10000", Some(1e6)),
     ("plan/cached/10000", Some(20e3)),

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 
 use crate::ast::{Selector, SelectorKind};
 use crate::diag::{Code, Diagnostic};
+use crate::pattern::{Pattern, PatternSet};
 use crate::policy::{Condition, Policy, RuleKind, Scope};
 
 use super::algebra::subsumes;
@@ -30,6 +31,10 @@ struct Earlier<'a> {
 struct Seen<'a> {
     exact: HashMap<(SelectorKind, &'a str), (usize, Earlier<'a>)>,
     wild: Vec<(usize, Earlier<'a>)>,
+    /// The wildcard patterns, compiled: an earlier pattern that matches every
+    /// name `s` does matches in particular `s` without its stars, so only the
+    /// patterns matching that text need the exact comparison.
+    wild_index: PatternSet<usize>,
     count: usize,
 }
 
@@ -38,8 +43,13 @@ impl<'a> Seen<'a> {
     fn first_covering(&self, s: &Selector) -> Option<Earlier<'a>> {
         let exact = self.exact.get(&(s.kind, s.pattern.as_str()));
         let limit = exact.map_or(usize::MAX, |(at, _)| *at);
-        self.wild
-            .iter()
+        let witness: String = s.pattern.chars().filter(|&c| c != '*').collect();
+        let mut candidates = Vec::new();
+        self.wild_index.matches_into(&witness, &mut candidates);
+        candidates.sort_unstable();
+        candidates
+            .into_iter()
+            .map(|k| &self.wild[k])
             .take_while(|(at, _)| *at < limit)
             .find(|(_, e)| e.sel.kind == s.kind && subsumes(&e.sel.pattern, &s.pattern))
             .or(exact)
@@ -50,6 +60,8 @@ impl<'a> Seen<'a> {
         let at = self.count;
         self.count += 1;
         if e.sel.pattern.contains('*') {
+            self.wild_index
+                .insert(&Pattern::new(&e.sel.pattern), self.wild.len());
             self.wild.push((at, e));
         } else {
             self.exact

@@ -12,8 +12,8 @@
 
 use std::collections::BTreeSet;
 
-use crate::ast::Selector;
-use crate::decision::{CauseKind, Decision, ItemKind, Origin};
+use crate::ast::{Selector, SelectorKind};
+use crate::decision::{CauseKind, Decision, ItemKind, ItemRef, Origin};
 use crate::diag::{Code, Diagnostic};
 use crate::policy::{RuleKind, Scope};
 use crate::reference::applies;
@@ -91,6 +91,14 @@ fn shadower(d: &Decision) -> Option<Shadower> {
     }
 }
 
+/// What is known about the items a selector can match.
+enum Known {
+    /// The registry's or skill list's items it matches.
+    Items(Vec<usize>),
+    /// No list: the rules that could cover the selector (`covering_candidates`).
+    Candidates(Vec<u32>),
+}
+
 /// Whether a `Defer`, `NoDefer` or `Hide` rule ever decides anything.
 pub fn verdict(w: &World<'_>, ri: usize) -> Verdict {
     let rule = &w.policy.rules[ri];
@@ -103,14 +111,21 @@ pub fn verdict(w: &World<'_>, ri: usize) -> Verdict {
     let rank = rule_rank(rule.kind);
     // Each selector with each kind of item it can change: the known items it
     // matches, or `None` to reason about every possible item.
-    let pairs: Vec<(&Selector, ItemKind, Option<Vec<usize>>)> = rule
+    let pairs: Vec<(&Selector, ItemKind, Known)> = rule
         .selectors
         .iter()
         .flat_map(|s| {
             kinds_of(rule.kind)
                 .iter()
                 .filter(|&&k| picks(s, k))
-                .map(move |&k| (s, k, w.knows(k).then(|| w.matched(s, k))))
+                .map(move |&k| {
+                    let known = if w.knows(k) {
+                        Known::Items(w.matched(s, k))
+                    } else {
+                        Known::Candidates(covering_candidates(w, s, k))
+                    };
+                    (s, k, known)
+                })
         })
         .collect();
     let mut by = BTreeSet::new();
@@ -118,7 +133,7 @@ pub fn verdict(w: &World<'_>, ri: usize) -> Verdict {
     for c in w.contexts_of(rule) {
         for (s, kind, items) in &pairs {
             match items {
-                Some(items) => {
+                Known::Items(items) => {
                     for &i in items {
                         let d = w.decision(c, *kind, i);
                         match shadower(&d) {
@@ -129,7 +144,7 @@ pub fn verdict(w: &World<'_>, ri: usize) -> Verdict {
                         }
                     }
                 }
-                None => match covered(w, c, ri, s, *kind) {
+                Known::Candidates(candidates) => match covered(w, c, ri, s, *kind, candidates) {
                     Some(sh) => {
                         exact = false;
                         by.insert(sh);
@@ -148,16 +163,24 @@ pub fn verdict(w: &World<'_>, ri: usize) -> Verdict {
 
 /// Without known items: what decides every item of `kind` that `s` can match,
 /// before rule `ri` does, in context `c` — if one thing does.
-fn covered(w: &World<'_>, c: usize, ri: usize, s: &Selector, kind: ItemKind) -> Option<Shadower> {
+fn covered(
+    w: &World<'_>,
+    c: usize,
+    ri: usize,
+    s: &Selector,
+    kind: ItemKind,
+    candidates: &[u32],
+) -> Option<Shadower> {
     let policy = w.policy;
     let rule = &policy.rules[ri];
     let ctx = &w.contexts[c];
     let first_covering = |k: RuleKind| {
-        policy.rules.iter().enumerate().find_map(|(i, r)| {
+        candidates.iter().find_map(|&i| {
+            let r = &policy.rules[i as usize];
             (r.kind == k
                 && applies(&r.scope, r.when.as_ref(), ctx)
                 && r.selectors.iter().any(|t| covers(t, s, kind)))
-            .then_some(Shadower::Rule(i))
+            .then_some(Shadower::Rule(i as usize))
         })
     };
     if kind == ItemKind::Tool
@@ -201,6 +224,23 @@ fn covered(w: &World<'_>, c: usize, ri: usize, s: &Selector, kind: ItemKind) -> 
             .map(|i| Shadower::Setting(i as usize));
     }
     None
+}
+
+/// The rules (in file order) that could have a selector covering `s`: a
+/// selector that covers `s` matches every name `s` matches, so in particular
+/// the text of `s` without its stars. The compiled table finds those with a
+/// few lookups, which keeps this lint linear in practice instead of comparing
+/// every rule with every other; `covers` then decides exactly.
+fn covering_candidates(w: &World<'_>, s: &Selector, kind: ItemKind) -> Vec<u32> {
+    let witness: String = s.pattern.chars().filter(|&c| c != '*').collect();
+    let source = (s.kind == SelectorKind::Source).then_some(witness.as_str());
+    w.table.matching_rules(&ItemRef {
+        kind,
+        name: &witness,
+        source,
+        defer_hint: false,
+        model_invocable: true,
+    })
 }
 
 fn describe(w: &World<'_>, sh: Shadower) -> String {

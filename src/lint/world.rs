@@ -37,6 +37,10 @@ pub struct World<'a> {
     /// `tool_decisions[c][t]`: registry tool `t` in context `c`.
     pub tool_decisions: Vec<Vec<Decision>>,
     pub skill_decisions: Vec<Vec<Decision>>,
+    /// `grants[c][b]`: the grant rules of filter block `b` (top level, the
+    /// mode, `bot *`, the named bot: a scope's specificity) that count in
+    /// context `c`, computed once because the shadow lint asks per rule.
+    grants: Vec<[Vec<usize>; 4]>,
 }
 
 impl<'a> World<'a> {
@@ -73,6 +77,18 @@ impl<'a> World<'a> {
                 })
             })
             .collect();
+        let grants = contexts
+            .iter()
+            .map(|ctx| {
+                let mut blocks: [Vec<usize>; 4] = Default::default();
+                for (i, r) in policy.rules.iter().enumerate() {
+                    if r.kind == RuleKind::Grant && applies(&r.scope, r.when.as_ref(), ctx) {
+                        blocks[usize::from(r.scope.specificity())].push(i);
+                    }
+                }
+                blocks
+            })
+            .collect();
         World {
             policy,
             table,
@@ -82,6 +98,7 @@ impl<'a> World<'a> {
             resolved,
             tool_decisions,
             skill_decisions,
+            grants,
         }
     }
 
@@ -135,17 +152,12 @@ impl<'a> World<'a> {
         }
     }
 
-    /// Grant rules of one filter block that count in context `c`.
-    pub fn grants_in(&self, c: usize, block: &Scope) -> Vec<usize> {
-        let ctx = &self.contexts[c];
-        self.policy
-            .rules
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| r.kind == RuleKind::Grant && r.scope == *block)
-            .filter(|(_, r)| applies(&r.scope, r.when.as_ref(), ctx))
-            .map(|(i, _)| i)
-            .collect()
+    /// Grant rules of one filter block of context `c` (one of
+    /// [`World::filter_blocks`]) that count in that context.
+    pub fn grants_in(&self, c: usize, block: &Scope) -> &[usize] {
+        // A context's filter blocks are one per specificity, and a rule in
+        // scope `block` that applies in `c` is in exactly that block.
+        &self.grants[c][usize::from(block.specificity())]
     }
 
     /// The grant filter blocks of context `c` (SPEC 2.3 line 3).

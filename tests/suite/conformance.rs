@@ -147,13 +147,9 @@ fn linting_a_long_rule_is_not_quadratic() {
         names.join(", ")
     );
     let p = Policy::parse("long.policy", text).expect("valid");
-    let started = std::time::Instant::now();
+    // Its cost is measured by the `lint/10000` bench; a quadratic step makes
+    // this test take minutes instead of well under a second.
     let diags = toolpolicy::lint::lint(&p, None, None);
-    assert!(
-        started.elapsed() < std::time::Duration::from_secs(10),
-        "{:?}",
-        started.elapsed()
-    );
     let repeats: Vec<&str> = diags
         .iter()
         .filter(|d| d.code == toolpolicy::diag::Code::Redundant)
@@ -204,4 +200,24 @@ fn a_named_tool_over_the_limit_is_not_also_a_match() {
     assert_eq!(r.activated, ["web_fetch"]);
     assert_eq!(r.over_limit, ["web_search"]);
     assert!(r.matches.is_empty(), "{:?}", r.matches);
+}
+
+#[test]
+fn thousands_of_wildcard_rules_are_linted_alike() {
+    // 6,000 rules of prefix and suffix patterns in one scope: each pattern
+    // repeats every 97 or 89 rules, so the repeats are known in advance.
+    let mut text = String::from("search ToolSearch\n");
+    for i in 0..6_000 {
+        text.push_str(&format!(
+            "Defer(tool_{i}, pre{}_*, *_suf{})\n",
+            i % 97,
+            i % 89
+        ));
+    }
+    let p = Policy::parse("wild.policy", text).expect("valid");
+    let repeats = toolpolicy::lint::lint(&p, None, None)
+        .iter()
+        .filter(|d| d.code == toolpolicy::diag::Code::Redundant)
+        .count();
+    assert_eq!(repeats, (6_000 - 97) + (6_000 - 89));
 }
