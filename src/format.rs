@@ -457,15 +457,7 @@ fn render(lines: &[Line]) -> String {
 }
 
 fn rule_word(word: &str) -> String {
-    [
-        RuleKind::Defer,
-        RuleKind::NoDefer,
-        RuleKind::Hide,
-        RuleKind::Grant,
-    ]
-    .into_iter()
-    .find(|k| k.word().eq_ignore_ascii_case(word))
-    .map_or_else(|| word.to_string(), |k| k.word().to_string())
+    RuleKind::from_word(word).map_or_else(|| word.to_string(), |k| k.word().to_string())
 }
 
 fn statement_code(kind: &StatementKind) -> String {

@@ -91,7 +91,8 @@ impl RuleKind {
         }
     }
 
-    fn from_word(word: &str) -> Option<RuleKind> {
+    /// The rule a word names, in any case (`defer` is `Defer`).
+    pub fn from_word(word: &str) -> Option<RuleKind> {
         [
             RuleKind::Defer,
             RuleKind::NoDefer,

@@ -267,15 +267,15 @@ fn run_file(file: &Path, format: Format) -> Result<Vec<CaseReport>, CliError> {
         Err(e) => return Err(e),
     };
     // A context always has a mode when the policy declares some (SPEC 2.3).
-    if let Some(c) = doc.cases.iter().find(|c| c.get_ref().mode.is_none()) {
-        if !policy.modes.is_empty() {
-            let modes: Vec<String> = policy.modes.iter().map(|m| format!("`{m}`")).collect();
-            return Err(CliError::Usage(format!(
-                "{name}:{}: the case has no `mode`, and the policy declares {}",
-                line_of(c.span().start),
-                modes.join(", ")
-            )));
-        }
+    if let Some(c) = doc.cases.iter().find(|c| c.get_ref().mode.is_none())
+        && !policy.modes.is_empty()
+    {
+        let modes: Vec<String> = policy.modes.iter().map(|m| format!("`{m}`")).collect();
+        return Err(CliError::Usage(format!(
+            "{name}:{}: the case has no `mode`, and the policy declares {}",
+            line_of(c.span().start),
+            modes.join(", ")
+        )));
     }
     let table = Table::compile(&policy);
     Ok(doc
