@@ -186,10 +186,8 @@ impl Policy {
         match std::str::from_utf8(bytes) {
             Ok(text) => Self::parse(name, text),
             Err(e) => {
-                let valid = &bytes[..e.valid_up_to()];
                 let text = String::from_utf8_lossy(bytes).into_owned();
                 let at = e.valid_up_to();
-                let _ = valid;
                 Err(LoadErrors {
                     diagnostics: vec![
                         Diagnostic::new(

@@ -25,9 +25,9 @@ fn at(policy: &Policy, span: Span) -> String {
     format!("`{}` at line {}", policy.text_of(span), line(policy, span))
 }
 
-/// The item as a selector the formatter would write.
-fn item_selector(item: &ItemRef<'_>) -> String {
-    crate::format::selector(&Selector {
+/// A selector that picks exactly this item by name.
+fn selector_of(item: &ItemRef<'_>) -> Selector {
+    Selector {
         kind: match item.kind {
             ItemKind::Tool => SelectorKind::Tool,
             ItemKind::Skill => SelectorKind::Skill,
@@ -35,7 +35,12 @@ fn item_selector(item: &ItemRef<'_>) -> String {
         pattern: item.name.to_string(),
         quoted: false,
         span: Span::default(),
-    })
+    }
+}
+
+/// The item as a selector the formatter would write.
+fn item_selector(item: &ItemRef<'_>) -> String {
+    crate::format::selector(&selector_of(item))
 }
 
 /// Rules of `kinds` that count in `ctx` and match the item.
@@ -152,15 +157,7 @@ fn grant_everywhere(
 ) -> Option<String> {
     let mut copy = policy.clone();
     let mut words = Vec::new();
-    let sel = Selector {
-        kind: match item.kind {
-            ItemKind::Tool => SelectorKind::Tool,
-            ItemKind::Skill => SelectorKind::Skill,
-        },
-        pattern: item.name.to_string(),
-        quoted: false,
-        span: Span::default(),
-    };
+    let sel = selector_of(item);
     // One block per round; there are at most four filter blocks.
     for _ in 0..4 {
         let d = decide(&copy, ctx, item)?;
