@@ -46,13 +46,13 @@ pub fn plain(file: &SourceFile, diags: &[Diagnostic]) -> String {
         let _ = write!(
             out,
             "{}:{line}:{col}: {}[{}]: {}",
-            file.name,
+            shown(&file.name),
             d.severity.as_str(),
             d.code,
-            d.message
+            shown(&d.message)
         );
         if let Some(h) = &d.help {
-            let _ = write!(out, " (help: {h})");
+            let _ = write!(out, " (help: {})", shown(h));
         }
         out.push('\n');
     }
@@ -85,7 +85,7 @@ pub fn human(file: &SourceFile, diags: &[Diagnostic], color: bool) -> String {
             Severity::Warning => "1;33",
         };
         let head = paint.wrap(sev_color, &format!("{}[{}]", d.severity.as_str(), d.code));
-        let _ = writeln!(out, "{head}: {}", paint.wrap("1", &d.message));
+        let _ = writeln!(out, "{head}: {}", paint.wrap("1", &shown(&d.message)));
         let gutter = line.to_string().len();
         let pad = " ".repeat(gutter);
         let bar = paint.wrap("1;34", "|");
@@ -93,15 +93,15 @@ pub fn human(file: &SourceFile, diags: &[Diagnostic], color: bool) -> String {
             out,
             "{pad}{} {}:{line}:{col}",
             paint.wrap("1;34", "-->"),
-            file.name
+            shown(&file.name)
         );
-        let text = file.line_text(line);
+        let text = file.line_text(line).replace('\t', " ");
         let _ = writeln!(out, "{pad} {bar}");
         let _ = writeln!(
             out,
             "{} {bar} {}",
             paint.wrap("1;34", &line.to_string()),
-            text.replace('\t', " ")
+            shown(&text)
         );
         // The caret covers the span on its first line (at least one column).
         let (end_line, end_col) = file.line_col(d.span.end);
@@ -112,23 +112,42 @@ pub fn human(file: &SourceFile, diags: &[Diagnostic], color: bool) -> String {
         } else {
             (text.chars().count() + 1).saturating_sub(col).max(1)
         };
+        // Columns of the line as shown, where escapes take more than one.
+        let (indent, width) = shown_columns(&text, col - 1, width);
         let _ = writeln!(
             out,
             "{pad} {bar} {}{}",
-            " ".repeat(col - 1),
+            " ".repeat(indent),
             paint.wrap(sev_color, &"^".repeat(width))
         );
         if let Some(h) = &d.help {
             let _ = writeln!(
                 out,
-                "{pad} {} {}: {h}",
+                "{pad} {} {}: {}",
                 paint.wrap("1;34", "="),
-                paint.wrap("1", "help")
+                paint.wrap("1", "help"),
+                shown(h)
             );
         }
         out.push('\n');
     }
     out
+}
+
+/// Text from the file or about it, with control characters escaped: a
+/// policy's comment or pattern must not drive the reader's terminal.
+fn shown(text: &str) -> std::borrow::Cow<'_, str> {
+    crate::chars::escape(text)
+}
+
+/// The caret's indent and width: `skip` and then `width` characters of
+/// `line` (the width may run past its end), counted as [`shown`] prints them.
+fn shown_columns(line: &str, skip: usize, width: usize) -> (usize, usize) {
+    let count = |s: &str| shown(s).chars().count();
+    let before: String = line.chars().take(skip).collect();
+    let covered: String = line.chars().skip(skip).take(width).collect();
+    let beyond = width - covered.chars().count();
+    (count(&before), count(&covered) + beyond)
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 use toolpolicy::Policy;
+use toolpolicy::chars::escape;
 use toolpolicy::format::{FormatError, format};
 
 use crate::common::{self, CliError, Format};
@@ -119,7 +120,8 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         } else if args.check {
             if args.format != Format::Json {
                 let color = args.format == Format::Human && common::color();
-                print!("{}", crate::diff::unified(&name, &text, &formatted, color));
+                let (old, new) = (escape(&text), escape(&formatted));
+                print!("{}", crate::diff::unified(&name, &old, &new, color));
             }
             Status::WouldReformat
         } else {
