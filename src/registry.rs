@@ -505,6 +505,29 @@ mod tests {
     }
 
     #[test]
+    fn fields_the_engine_does_not_read_are_kept() {
+        let reg = Registry::from_json(
+            r#"[
+                {"type": "function", "strict": false, "function": {"name": "a", "strict": true, "parameters": {}}},
+                {"type": "custom", "name": "b", "cache_control": {"type": "ephemeral"}},
+                {"type": "web_search_20250305", "name": "web_search", "max_uses": 5}
+            ]"#,
+        )
+        .unwrap();
+        let [a, b, web] = reg.tools() else {
+            panic!("three tools")
+        };
+        assert_eq!(
+            Value::Object(a.extra.clone()),
+            serde_json::json!({"strict": true})
+        );
+        assert_eq!(b.extra["cache_control"]["type"], "ephemeral");
+        assert!(!a.is_server_tool() && !b.is_server_tool());
+        assert!(web.is_server_tool());
+        assert_eq!(web.extra["max_uses"], 5);
+    }
+
+    #[test]
     fn skills_default_to_invocable() {
         let s = SkillList::from_json(
             r#"[{"name": "review", "key": "code-review", "description": "d"},

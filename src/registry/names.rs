@@ -40,6 +40,10 @@ pub(super) fn unreadable(name: &str) -> Option<String> {
 
 /// What two names share when they differ only by case or compatibility form.
 fn skeleton(name: &str) -> String {
+    // ASCII is its own compatibility form: the common case skips normalizing.
+    if name.is_ascii() {
+        return name.to_ascii_lowercase();
+    }
     name.nfkc().flat_map(char::to_lowercase).nfkc().collect()
 }
 

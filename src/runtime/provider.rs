@@ -82,7 +82,8 @@ impl Plan {
     /// place; with native deferral it may leave it out.
     ///
     /// OpenAI and Anthropic get every tool under a name they accept: a name
-    /// they would reject is sent as [`Snapshot::provider_names`] maps it, and
+    /// they would reject is sent as
+    /// [`Snapshot::provider_names`](super::Snapshot::provider_names) maps it, and
     /// their calls map back with [`ProviderNames::registry_name`].
     pub fn provider_tools(&self, provider: Provider) -> Vec<Value> {
         let names = self.snapshot().provider_names();

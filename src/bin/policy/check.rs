@@ -108,7 +108,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             } else {
                 counts(file_errors, file_warnings)
             };
-            println!("{}: {status}", source.name);
+            println!("{}: {status}", toolpolicy::chars::escape(&source.name));
         }
     }
     match args.format {

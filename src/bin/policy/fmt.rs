@@ -90,7 +90,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             Err(FormatError::Invalid(e)) => {
                 if args.format != Format::Json {
                     eprint!("{}", common::render(args.format, &e.source, &e.diagnostics));
-                    eprintln!("{name}: not formatted, it has errors");
+                    eprintln!("{}: not formatted, it has errors", escape(&name));
                 }
                 reports.push(FileReport {
                     file: name,
@@ -121,7 +121,10 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             if args.format != Format::Json {
                 let color = args.format == Format::Human && common::color();
                 let (old, new) = (escape(&text), escape(&formatted));
-                print!("{}", crate::diff::unified(&name, &old, &new, color));
+                print!(
+                    "{}",
+                    crate::diff::unified(&escape(&name), &old, &new, color)
+                );
             }
             Status::WouldReformat
         } else {
