@@ -73,10 +73,14 @@ pub enum Code {
     TokenBudget,
     /// `Defer` or `NoDefer` naming skills, which are never deferred.
     NoEffectOnSkill,
+    /// Registry or skill names that differ only by case or Unicode form.
+    LookAlikeName,
+    /// A tool name OpenAI and Anthropic reject, sent to them under another.
+    ProviderName,
 }
 
 impl Code {
-    pub const ALL: [Code; 23] = [
+    pub const ALL: [Code; 25] = [
         Code::Syntax,
         Code::UnclosedBlock,
         Code::StrayClose,
@@ -100,6 +104,8 @@ impl Code {
         Code::CatalogOverflow,
         Code::TokenBudget,
         Code::NoEffectOnSkill,
+        Code::LookAlikeName,
+        Code::ProviderName,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -127,6 +133,8 @@ impl Code {
             Code::CatalogOverflow => "PL108",
             Code::TokenBudget => "PL109",
             Code::NoEffectOnSkill => "PL110",
+            Code::LookAlikeName => "PL115",
+            Code::ProviderName => "PL116",
         }
     }
 

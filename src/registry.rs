@@ -5,13 +5,17 @@
 //! keeps the order it was given. Every bad entry is reported by its path
 //! (`tools[3].name`), never by a panic.
 
+mod names;
+
 use std::collections::HashMap;
 use std::fmt;
 
 use serde_json::{Map, Value};
 
+use crate::diag::Code;
+
 /// One tool definition, normalised from whatever shape it arrived in.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Tool {
     pub name: String,
     pub description: String,
@@ -21,6 +25,11 @@ pub struct Tool {
     pub source: Option<String>,
     /// The registry's own hint that the tool should be deferred (SPEC 2.3 line 7).
     pub defer_loading: bool,
+    /// The entry's fields the engine does not read (`cache_control`, `strict`,
+    /// `annotations`...), kept verbatim so that a provider request carries them
+    /// (SPEC 3.1). A `type` here other than `function` or `custom` makes the
+    /// entry a provider's own server tool, see [`Tool::is_server_tool`].
+    pub extra: Map<String, Value>,
 }
 
 impl Tool {
@@ -34,6 +43,13 @@ impl Tool {
         );
         map.insert("parameters".into(), self.parameters.clone());
         Value::Object(map)
+    }
+
+    /// A provider's own tool (Anthropic `web_search_20250305`,
+    /// `code_execution_*`...): its entry is passed to the provider untouched,
+    /// never rewritten as a function with an empty schema.
+    pub fn is_server_tool(&self) -> bool {
+        self.extra.contains_key("type")
     }
 
     /// Parameter names from the schema's top-level `properties`, with whether each is required.
@@ -86,6 +102,23 @@ impl fmt::Display for LoadError {
 
 impl std::error::Error for LoadError {}
 
+/// An entry that loads but that its author should know about (SPEC 3.1:
+/// names that read alike). Commands print these; `policy check` counts them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadWarning {
+    pub code: Code,
+    /// A path into the document such as `tools[3].name`.
+    pub path: String,
+    pub message: String,
+    pub help: Option<String>,
+}
+
+impl fmt::Display for LoadWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "`{}`: {}", self.path, self.message)
+    }
+}
+
 fn err(path: impl Into<String>, message: impl Into<String>) -> LoadError {
     LoadError {
         path: path.into(),
@@ -98,6 +131,7 @@ fn err(path: impl Into<String>, message: impl Into<String>) -> LoadError {
 struct Indexed<T> {
     items: Vec<T>,
     by_name: HashMap<String, usize>,
+    warnings: Vec<LoadWarning>,
 }
 
 impl<T> Default for Indexed<T> {
@@ -105,6 +139,7 @@ impl<T> Default for Indexed<T> {
         Indexed {
             items: Vec::new(),
             by_name: HashMap::new(),
+            warnings: Vec::new(),
         }
     }
 }
@@ -113,6 +148,9 @@ impl<T> Indexed<T> {
     fn build(items: Vec<T>, name: impl Fn(&T) -> &str, what: &str) -> Result<Self, LoadError> {
         let mut by_name = HashMap::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
+            if let Some(why) = names::unreadable(name(item)) {
+                return Err(err(format!("{what}[{i}].name"), why));
+            }
             if let Some(first) = by_name.insert(name(item).to_string(), i) {
                 return Err(err(
                     format!("{what}[{i}].name"),
@@ -120,7 +158,12 @@ impl<T> Indexed<T> {
                 ));
             }
         }
-        Ok(Indexed { items, by_name })
+        let warnings = names::look_alikes(items.iter().map(&name), what);
+        Ok(Indexed {
+            items,
+            by_name,
+            warnings,
+        })
     }
 }
 
@@ -171,6 +214,11 @@ impl Registry {
 
     pub fn tools(&self) -> &[Tool] {
         &self.tools.items
+    }
+
+    /// What loaded but reads badly: names that differ only by case or Unicode form.
+    pub fn warnings(&self) -> &[LoadWarning] {
+        &self.tools.warnings
     }
 
     pub fn len(&self) -> usize {
@@ -236,6 +284,11 @@ impl SkillList {
 
     pub fn skills(&self) -> &[Skill] {
         &self.skills.items
+    }
+
+    /// What loaded but reads badly: names that differ only by case or Unicode form.
+    pub fn warnings(&self) -> &[LoadWarning] {
+        &self.skills.warnings
     }
 
     pub fn len(&self) -> usize {
@@ -372,7 +425,43 @@ fn parse_tool(i: usize, v: &Value) -> Result<Tool, LoadError> {
         parameters,
         source,
         defer_loading,
+        extra: extra_fields(outer, o),
     })
+}
+
+/// Fields the engine reads; everything else an entry carries is kept in
+/// [`Tool::extra`].
+const READ_FIELDS: [&str; 7] = [
+    "name",
+    "description",
+    "parameters",
+    "input_schema",
+    "inputSchema",
+    "source",
+    "defer_loading",
+];
+
+/// The entry's fields beyond those the engine reads, from the wrapper and (for
+/// OpenAI's nested shape) the function object, the inner one winning. `type`
+/// `function` or `custom` only says the entry is an ordinary tool, which every
+/// provider shape writes its own way, so it is not kept.
+fn extra_fields(outer: &Map<String, Value>, inner: &Map<String, Value>) -> Map<String, Value> {
+    let nested = !std::ptr::eq(outer, inner);
+    let mut extra = Map::new();
+    let mut keep = |map: &Map<String, Value>| {
+        for (key, value) in map {
+            let envelope = nested && key == "function";
+            let plain_type = key == "type" && matches!(value.as_str(), Some("function" | "custom"));
+            if !envelope && !plain_type && !READ_FIELDS.contains(&key.as_str()) {
+                extra.insert(key.clone(), value.clone());
+            }
+        }
+    };
+    keep(outer);
+    if nested {
+        keep(inner);
+    }
+    extra
 }
 
 #[cfg(test)]
@@ -413,6 +502,29 @@ mod tests {
         assert!(e.message.contains("not valid JSON"));
         let e = Registry::from_json(r#"[{"name": "a", "parameters": 3}]"#).unwrap_err();
         assert_eq!(e.path, "tools[0].parameters");
+    }
+
+    #[test]
+    fn fields_the_engine_does_not_read_are_kept() {
+        let reg = Registry::from_json(
+            r#"[
+                {"type": "function", "strict": false, "function": {"name": "a", "strict": true, "parameters": {}}},
+                {"type": "custom", "name": "b", "cache_control": {"type": "ephemeral"}},
+                {"type": "web_search_20250305", "name": "web_search", "max_uses": 5}
+            ]"#,
+        )
+        .unwrap();
+        let [a, b, web] = reg.tools() else {
+            panic!("three tools")
+        };
+        assert_eq!(
+            Value::Object(a.extra.clone()),
+            serde_json::json!({"strict": true})
+        );
+        assert_eq!(b.extra["cache_control"]["type"], "ephemeral");
+        assert!(!a.is_server_tool() && !b.is_server_tool());
+        assert!(web.is_server_tool());
+        assert_eq!(web.extra["max_uses"], 5);
     }
 
     #[test]

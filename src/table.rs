@@ -549,6 +549,7 @@ mod tests {
                     parameters: serde_json::json!({}),
                     source: None,
                     defer_loading: false,
+                    ..Default::default()
                 })
                 .collect(),
         )

@@ -17,6 +17,7 @@ fn registry(tools: &[(&str, Option<&str>)]) -> Registry {
                 parameters: serde_json::json!({"type": "object", "properties": {}}),
                 source: source.map(str::to_string),
                 defer_loading: false,
+                ..Default::default()
             })
             .collect(),
     )

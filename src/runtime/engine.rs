@@ -18,6 +18,7 @@ use crate::table::Table;
 
 use super::catalog::{self, Counted};
 use super::plan::BasePlan;
+use super::provider::ProviderNames;
 use super::session::{Session, SessionState};
 
 /// Contexts whose base plan is kept; past this the cache starts over, so that
@@ -38,6 +39,8 @@ pub(crate) struct ToolData {
     pub summaries: Box<[Counted]>,
     /// Per tool: `(a, b?)`.
     pub signatures: Box<[Counted]>,
+    /// The names OpenAI and Anthropic get for tools whose own they reject.
+    pub provider_names: ProviderNames,
 }
 
 impl ToolData {
@@ -45,6 +48,7 @@ impl ToolData {
         let tools = registry.tools();
         ToolData {
             index: SearchIndex::new(&registry),
+            provider_names: ProviderNames::new(&registry),
             tokens: tools
                 .iter()
                 .map(|t| tokens_of_len(declaration_len(t)))
@@ -197,6 +201,14 @@ impl Snapshot {
 
     pub fn search_index(&self) -> &SearchIndex {
         &self.tools.index
+    }
+
+    /// The names tools are sent under to OpenAI and Anthropic, and back: a
+    /// host maps the name in a provider's tool call with
+    /// [`ProviderNames::registry_name`] before it runs the tool or tells the
+    /// session about the call.
+    pub fn provider_names(&self) -> &ProviderNames {
+        &self.tools.provider_names
     }
 
     /// The part of a plan that depends on the context only, computed once per

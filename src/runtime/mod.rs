@@ -48,6 +48,6 @@ pub use activation::{ActivationResult, CallOutcome, MAX_MATCHES};
 pub use engine::{Engine, Snapshot, meter_len};
 pub use evidence::ResultStatus;
 pub use plan::{Plan, PlanReport, Tokens};
-pub use provider::{Provider, parse_provider};
+pub use provider::{Provider, ProviderNames, is_valid_provider_name, parse_provider};
 pub use replay::{CallStep, ReplayError, Scenario, SearchStep, Step, StepReport, replay};
 pub use session::{Session, SessionState};

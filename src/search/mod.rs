@@ -720,6 +720,7 @@ mod tests {
             parameters: params,
             source: None,
             defer_loading: false,
+            ..Default::default()
         }
     }
 

@@ -94,6 +94,7 @@ fn registry_of(items: &[GenItem]) -> (Registry, SkillList) {
                 parameters: serde_json::json!({}),
                 source: it.source.clone(),
                 defer_loading: it.hint,
+                ..Default::default()
             });
         }
     }

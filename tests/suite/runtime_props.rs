@@ -140,6 +140,7 @@ fn build(inputs: &Inputs) -> Option<(Policy, Registry, SkillList)> {
             parameters: serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}}}),
             source: Some(SOURCES[*source].to_string()),
             defer_loading: *hint,
+            ..Default::default()
         });
     }
     let mut skills = Vec::new();

@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use toolpolicy::chars::escape;
 use toolpolicy::decision::CauseKind;
 use toolpolicy::explain::{Explanation, Status, explain};
 use toolpolicy::{Context, ItemRef, Policy, Registry, SkillList, Table};
@@ -211,7 +212,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             render(&mut out, &policy, e);
         }
     }
-    print!("{out}");
+    print!("{}", escape(&out));
     Ok(ExitCode::SUCCESS)
 }
 

@@ -12,6 +12,7 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 use toolpolicy::Policy;
+use toolpolicy::chars::escape;
 use toolpolicy::format::{FormatError, format};
 
 use crate::common::{self, CliError, Format};
@@ -89,7 +90,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             Err(FormatError::Invalid(e)) => {
                 if args.format != Format::Json {
                     eprint!("{}", common::render(args.format, &e.source, &e.diagnostics));
-                    eprintln!("{name}: not formatted, it has errors");
+                    eprintln!("{}: not formatted, it has errors", escape(&name));
                 }
                 reports.push(FileReport {
                     file: name,
@@ -115,7 +116,11 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         } else if args.check {
             if args.format != Format::Json {
                 let color = args.format == Format::Human && common::color();
-                print!("{}", crate::diff::unified(&name, &text, &formatted, color));
+                let (old, new) = (escape(&text), escape(&formatted));
+                print!(
+                    "{}",
+                    crate::diff::unified(&escape(&name), &old, &new, color)
+                );
             }
             Status::WouldReformat
         } else {

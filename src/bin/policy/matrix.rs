@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use serde::Serialize;
+use toolpolicy::chars::escape;
 use toolpolicy::decision::{CauseKind, Exposure};
 use toolpolicy::{Context, ItemRef, Policy, Registry, SkillList, Table};
 
@@ -119,9 +120,9 @@ pub fn run(
                     .collect();
                 let _ = writeln!(out, "{}: {}", row.item, cells.join(", "));
             }
-            print!("{out}");
+            print!("{}", escape(&out));
         }
-        Format::Human => print!("{}", matrix_human(policy, base, &modes, &rows)),
+        Format::Human => print!("{}", escape(&matrix_human(policy, base, &modes, &rows))),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use toolpolicy::chars::escape;
 use toolpolicy::runtime::{Scenario, StepReport, replay};
 
 use crate::common::{self, CliError, Format};
@@ -58,7 +59,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         Format::Json => common::print_json(&reports)?,
         _ => {
             for (r, step) in reports.iter().zip(&scenario.steps) {
-                print!("{}", human(r, step));
+                print!("{}", escape(&human(r, step)));
             }
             if failures.is_empty() {
                 println!("{} steps replayed", reports.len());
@@ -72,7 +73,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         }
     }
     for f in &failures {
-        eprintln!("failed: {f}");
+        eprintln!("failed: {}", escape(f));
     }
     Ok(if failures.is_empty() {
         ExitCode::SUCCESS

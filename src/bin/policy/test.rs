@@ -135,7 +135,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             }
         }
         out += &format!("{passed} passed, {failed} failed\n");
-        print!("{out}");
+        print!("{}", toolpolicy::chars::escape(&out));
     }
     Ok(if failed > 0 {
         ExitCode::from(1)
