@@ -182,8 +182,12 @@ pub struct SourceFile {
 }
 
 impl SourceFile {
+    /// A leading byte-order mark is dropped here, where policy text becomes a
+    /// source, so that every position counts from the first visible character.
     pub fn new(name: impl Into<String>, text: impl Into<String>) -> Self {
-        let text = text.into();
+        let mut text = text.into();
+        let bom = text.len() - crate::input::strip_bom(&text).len();
+        text.drain(..bom);
         let line_starts = std::iter::once(0)
             .chain(text.match_indices('\n').map(|(i, _)| i + 1))
             .collect();

@@ -183,6 +183,7 @@ impl Policy {
     /// Reads a policy from bytes, saying so when they are not UTF-8.
     pub fn from_bytes(name: impl Into<String>, bytes: &[u8]) -> Result<Policy, LoadErrors> {
         let name = name.into();
+        let bytes = crate::input::strip_bom_bytes(bytes);
         match std::str::from_utf8(bytes) {
             Ok(text) => Self::parse(name, text),
             Err(e) => {

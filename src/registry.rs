@@ -140,8 +140,8 @@ impl Registry {
 
     /// Reads a registry document: an array of tools, or an object with a `tools` array.
     pub fn from_json(text: &str) -> Result<Self, LoadError> {
-        let doc: Value =
-            serde_json::from_str(text).map_err(|e| err("", format!("not valid JSON: {e}")))?;
+        let doc: Value = serde_json::from_str(crate::input::strip_bom(text))
+            .map_err(|e| err("", format!("not valid JSON: {e}")))?;
         let entries = match &doc {
             Value::Array(a) => a,
             Value::Object(o) => match o.get("tools") {
@@ -207,8 +207,8 @@ impl SkillList {
     /// Reads a JSON array of `{name, key?, description, source?, model_invocable?}`,
     /// optionally under a `skills` key.
     pub fn from_json(text: &str) -> Result<Self, LoadError> {
-        let doc: Value =
-            serde_json::from_str(text).map_err(|e| err("", format!("not valid JSON: {e}")))?;
+        let doc: Value = serde_json::from_str(crate::input::strip_bom(text))
+            .map_err(|e| err("", format!("not valid JSON: {e}")))?;
         let entries = match &doc {
             Value::Array(a) => a,
             Value::Object(o) => match o.get("skills") {
@@ -427,5 +427,13 @@ mod tests {
         assert_eq!(s.by_key("code-review").unwrap().name, "review");
         let e = SkillList::from_json(r#"[{"name": "x", "model_invocable": "no"}]"#).unwrap_err();
         assert_eq!(e.path, "skills[0].model_invocable");
+    }
+
+    #[test]
+    fn a_leading_byte_order_mark_is_skipped() {
+        let reg = Registry::from_json("\u{feff}[{\"name\": \"a\"}]").unwrap();
+        assert_eq!(reg.len(), 1);
+        let skills = SkillList::from_json("\u{feff}[{\"name\": \"s\"}]").unwrap();
+        assert_eq!(skills.len(), 1);
     }
 }

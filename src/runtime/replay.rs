@@ -152,7 +152,7 @@ impl Scenario {
     /// Reads a scenario, naming the step at fault (`steps[2]`) in errors.
     pub fn from_json(text: &str) -> Result<Scenario, LoadError> {
         let err = |path: String, message: String| LoadError { path, message };
-        let doc: Value = serde_json::from_str(text)
+        let doc: Value = serde_json::from_str(crate::input::strip_bom(text))
             .map_err(|e| err(String::new(), format!("not valid JSON: {e}")))?;
         let Value::Object(mut map) = doc else {
             return Err(err(String::new(), "expected a scenario object".into()));

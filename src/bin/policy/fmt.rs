@@ -6,7 +6,6 @@
 //! written. `-` reads a policy from standard input and prints it formatted. A
 //! file with errors is never formatted: its diagnostics are shown instead.
 
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -65,9 +64,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let mut reports = Vec::new();
     for path in &paths {
         let (name, bytes) = if path == stdin {
-            let mut buf = Vec::new();
-            std::io::stdin()
-                .read_to_end(&mut buf)
+            let buf = toolpolicy::input::read_from(std::io::stdin().lock())
                 .map_err(|e| CliError::Io(path.clone(), e))?;
             ("<stdin>".to_string(), buf)
         } else {

@@ -209,7 +209,8 @@ fn run_file(file: &Path, format: Format) -> Result<Vec<CaseReport>, CliError> {
     let bytes = common::read(file)?;
     let text =
         String::from_utf8(bytes).map_err(|_| CliError::Usage(format!("`{name}` is not UTF-8")))?;
-    let doc: TestFile = toml::from_str(&text)
+    let text = toolpolicy::input::strip_bom(&text);
+    let doc: TestFile = toml::from_str(text)
         .map_err(|e| CliError::Usage(format!("`{name}` is not a valid test file: {e}")))?;
     let policy_path = match &doc.policy {
         Some(p) => relative(file, p),

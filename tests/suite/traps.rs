@@ -1,0 +1,121 @@
+//! Quiet traps: inputs that loaded or passed silently where a user expects to
+//! be told. Each test names its trap and fails on the code before the fix.
+
+use std::io::Write as _;
+use std::process::{Command, Output, Stdio};
+
+use toolpolicy::Policy;
+use toolpolicy::diag::Code;
+use toolpolicy::runtime::Scenario;
+
+use crate::cli::policy;
+use crate::cli_tools::{scratch, text};
+
+/// `policy ARGS...` with `input` on standard input.
+fn policy_with_stdin(args: &[&str], input: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_policy"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("policy runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input)
+        .expect("write");
+    child.wait_with_output().expect("finishes")
+}
+
+#[test]
+fn a_byte_order_mark_is_skipped_and_positions_stay_right() {
+    let p = Policy::parse("p", "\u{feff}guard a\nDefer(b)\n").expect("loads");
+    assert_eq!(p.rules.len(), 2);
+    let e = Policy::parse("p", "\u{feff}Defr(x)\n").unwrap_err();
+    assert_eq!(e.diagnostics[0].code, Code::UnknownRule);
+    assert_eq!(e.source.line_col(e.diagnostics[0].span.start), (1, 1));
+    let e = Policy::from_bytes("p", b"\xef\xbb\xbfDefer(a)\n\xff\n").unwrap_err();
+    assert_eq!(e.source.line_col(e.diagnostics[0].span.start), (2, 1));
+    // The formatter keeps the mark where the file had one.
+    let formatted = toolpolicy::format::format("p", "\u{feff}defer( a )\n").expect("formats");
+    assert_eq!(formatted, "\u{feff}Defer(a)\n");
+    let scenario =
+        Scenario::from_json("\u{feff}{\"mode\": \"agent\", \"steps\": [{\"prompt\": \"x\"}]}");
+    assert!(scenario.is_ok(), "{scenario:?}");
+}
+
+#[test]
+fn the_command_line_reads_files_with_a_byte_order_mark() {
+    let dir = scratch("bom");
+    let bom = "\u{feff}";
+    let write = |name: &str, body: &str| {
+        std::fs::write(dir.join(name), format!("{bom}{body}")).expect("write");
+        dir.join(name).to_str().expect("utf-8 path").to_string()
+    };
+    let p = write("p.policy", "search ToolSearch\nDefer(*)\nNoDefer(Read)\n");
+    let r = write(
+        "tools.json",
+        r#"[{"name": "ToolSearch"}, {"name": "Read"}, {"name": "Grep"}]"#,
+    );
+    let s = write("skills.json", r#"[{"name": "review"}]"#);
+    write(
+        "p.test.toml",
+        "[[case]]\nitem = \"Grep\"\nexpect = \"deferred\"\n",
+    );
+    let out = policy(&[
+        "check",
+        "--deny-warnings",
+        "--registry",
+        &r,
+        "--skills",
+        &s,
+        &p,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(policy(&["fmt", "--check", &p]).status.code(), Some(0));
+    let out = policy(&["test", dir.join("p.test.toml").to_str().expect("utf-8")]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let out = policy(&["plan", "--policy", &p, "--registry", &r, "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
+#[cfg(unix)]
+#[test]
+fn an_endless_input_is_refused_at_the_cap() {
+    for args in [
+        &["check", "/dev/zero"][..],
+        &[
+            "plan",
+            "--policy",
+            "policies/aiden.policy",
+            "--registry",
+            "/dev/zero",
+            "--mode",
+            "chat",
+        ],
+    ] {
+        let out = policy(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains("`/dev/zero`") && stderr.contains("64 MiB"),
+            "{stderr}"
+        );
+    }
+    let out = policy_with_stdin(&["fmt", "-"], &vec![b'#'; 64 * 1024 * 1024 + 1]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("64 MiB"),
+        "{}",
+        text(&out.stderr)
+    );
+}
