@@ -31,6 +31,39 @@ fn policy_with_stdin(args: &[&str], input: &[u8]) -> Output {
 }
 
 #[test]
+fn fmt_check_on_standard_input_checks() {
+    let messy = policy_with_stdin(&["fmt", "--check", "-"], b"defer( a ,b )\n");
+    assert_eq!(messy.status.code(), Some(1), "{}", text(&messy.stderr));
+    let diff = text(&messy.stdout);
+    assert!(
+        diff.contains("-defer( a ,b )") && diff.contains("+Defer(a, b)"),
+        "{diff}"
+    );
+    let clean = policy_with_stdin(&["fmt", "--check", "-"], b"Defer(a, b)\n");
+    assert_eq!(clean.status.code(), Some(0), "{}", text(&clean.stderr));
+    assert_eq!(text(&clean.stdout), "");
+}
+
+#[test]
+fn fmt_json_prints_one_document() {
+    for args in [
+        &["fmt", "--format", "json", "-"][..],
+        &["fmt", "--check", "--format", "json", "-"],
+    ] {
+        let out = policy_with_stdin(args, b"defer( a ,b )\n");
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}\n{}", text(&out.stdout)));
+        if args.contains(&"--check") {
+            assert_eq!(out.status.code(), Some(1));
+            assert_eq!(doc["would_reformat"], 1);
+        } else {
+            assert_eq!(out.status.code(), Some(0));
+            assert_eq!(doc["files"][0]["formatted"], "Defer(a, b)\n");
+        }
+    }
+}
+
+#[test]
 fn a_byte_order_mark_is_skipped_and_positions_stay_right() {
     let p = Policy::parse("p", "\u{feff}guard a\nDefer(b)\n").expect("loads");
     assert_eq!(p.rules.len(), 2);
