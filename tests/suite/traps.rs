@@ -123,6 +123,26 @@ fn the_command_line_reads_files_with_a_byte_order_mark() {
 
 #[cfg(unix)]
 #[test]
+fn a_folder_includes_files_whose_names_are_not_utf8() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let dir = scratch("non-utf8-names");
+    std::fs::write(dir.join("good.policy"), "Defer(a)\n").expect("write");
+    let odd = std::ffi::OsStr::from_bytes(b"bad\xff.policy");
+    std::fs::write(dir.join("x").with_file_name(odd), "Defr(a)\n").expect("write");
+    let folder = dir.join("").to_str().expect("utf-8 path").to_string();
+    let out = policy(&["check", &folder]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("PL004") && stdout.contains("checked 2 files"),
+        "{stdout}"
+    );
+    let out = policy(&["fmt", "--check", &folder]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+}
+
+#[cfg(unix)]
+#[test]
 fn an_endless_input_is_refused_at_the_cap() {
     for args in [
         &["check", "/dev/zero"][..],
