@@ -53,6 +53,8 @@ pub enum Code {
     EmptyRule,
     /// An empty pattern: `Defer("")`.
     EmptyPattern,
+    /// `bot "*"`: a bot named `*`, indistinguishable from `bot *`.
+    QuotedAnyBot,
     /// Deferred tools with no search tool to find them.
     Undiscoverable,
     /// Every item the rule matches is decided by a rule of higher precedence.
@@ -76,7 +78,7 @@ pub enum Code {
 }
 
 impl Code {
-    pub const ALL: [Code; 23] = [
+    pub const ALL: [Code; 24] = [
         Code::Syntax,
         Code::UnclosedBlock,
         Code::StrayClose,
@@ -90,6 +92,7 @@ impl Code {
         Code::NestedRule,
         Code::EmptyRule,
         Code::EmptyPattern,
+        Code::QuotedAnyBot,
         Code::Undiscoverable,
         Code::Shadowed,
         Code::Redundant,
@@ -117,6 +120,7 @@ impl Code {
             Code::NestedRule => "PL011",
             Code::EmptyRule => "PL012",
             Code::EmptyPattern => "PL013",
+            Code::QuotedAnyBot => "PL020",
             Code::Undiscoverable => "PL101",
             Code::Shadowed => "PL102",
             Code::Redundant => "PL103",

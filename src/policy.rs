@@ -307,6 +307,21 @@ impl Lower<'_> {
     }
 
     fn block(&mut self, b: &ast::Block, outer: &Scope, when: Option<&Condition>) {
+        // `bot "*"` would name a bot called `*`, shown exactly like `bot *`:
+        // whichever the author meant, the two read the same, so it is refused.
+        if let BlockHead::Bot(Some(name)) = &b.head
+            && name == "*"
+        {
+            self.diags.push(
+                Diagnostic::new(
+                    Code::QuotedAnyBot,
+                    b.head_span,
+                    "a bot cannot be named `*`: `bot \"*\"` would read as `bot *`, every bot",
+                )
+                .with_help("for rules that apply to every bot, write `bot *` without quotes"),
+            );
+            return;
+        }
         let scope = match &b.head {
             BlockHead::Mode(name) => Scope::Mode(name.clone()),
             BlockHead::Bot(Some(name)) => Scope::Bot(name.clone()),

@@ -121,6 +121,14 @@ fn the_command_line_reads_files_with_a_byte_order_mark() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 }
 
+#[test]
+fn a_quoted_star_is_not_a_bot_name() {
+    let e = Policy::parse("p", "bot \"*\" {\n  NoDefer(x)\n}\n").unwrap_err();
+    assert_eq!(e.diagnostics.len(), 1, "{e}");
+    assert_eq!(e.diagnostics[0].code, Code::QuotedAnyBot);
+    assert!(Policy::parse("p", "bot * {\n  NoDefer(x)\n}\n").is_ok());
+}
+
 #[cfg(unix)]
 #[test]
 fn a_folder_includes_files_whose_names_are_not_utf8() {
