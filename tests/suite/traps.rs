@@ -149,6 +149,36 @@ fn a_folder_includes_files_whose_names_are_not_utf8() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
 }
 
+#[test]
+fn expect_keys_are_checked() {
+    let scenario = |expect: &str| {
+        Scenario::from_json(&format!(
+            r#"{{"steps": [{{"prompt": "x"}}, {{"load": ["a"], "expect": {expect}}}]}}"#
+        ))
+    };
+    let e = scenario(r#"{"activatd": null}"#).unwrap_err();
+    assert_eq!(e.path, "steps[1].expect.activatd");
+    assert!(e.message.contains("did you mean `activated`"), "{e}");
+    let e = scenario(r#"{"outcome": "allowed"}"#).unwrap_err();
+    assert_eq!(e.path, "steps[1].expect.outcome");
+    assert!(scenario(r#"{"activated": [], "declared": [], "over_limit": []}"#).is_ok());
+}
+
+#[test]
+fn an_expectation_file_without_cases_is_an_error() {
+    let dir = scratch("empty-test");
+    std::fs::write(dir.join("p.policy"), "Defer(a)\n").expect("write");
+    let file = dir.join("p.test.toml");
+    std::fs::write(&file, "# nothing yet\n").expect("write");
+    let out = policy(&["test", file.to_str().expect("utf-8 path")]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains("has no cases"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
 #[cfg(unix)]
 #[test]
 fn an_endless_input_is_refused_at_the_cap() {

@@ -212,6 +212,13 @@ fn run_file(file: &Path, format: Format) -> Result<Vec<CaseReport>, CliError> {
     let text = toolpolicy::input::strip_bom(&text);
     let doc: TestFile = toml::from_str(text)
         .map_err(|e| CliError::Usage(format!("`{name}` is not a valid test file: {e}")))?;
+    // A file that tests nothing would report `0 passed, 0 failed` and exit 0,
+    // so a CI job would pass on it: refused like a malformed file.
+    if doc.cases.is_empty() {
+        return Err(CliError::Usage(format!(
+            "`{name}` has no cases: add a `[[case]]` table for each expectation"
+        )));
+    }
     let policy_path = match &doc.policy {
         Some(p) => relative(file, p),
         None => {
