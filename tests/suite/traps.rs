@@ -4,12 +4,13 @@
 use std::io::Write as _;
 use std::process::{Command, Output, Stdio};
 
-use toolpolicy::Policy;
 use toolpolicy::diag::Code;
-use toolpolicy::runtime::Scenario;
+use toolpolicy::runtime::{CallOutcome, Engine, Scenario};
+use toolpolicy::{Context, Policy, SkillList};
 
 use crate::cli::policy;
 use crate::cli_tools::{scratch, text};
+use crate::runtime_support::example_registry;
 
 /// `policy ARGS...` with `input` on standard input.
 fn policy_with_stdin(args: &[&str], input: &[u8]) -> Output {
@@ -147,6 +148,34 @@ fn a_folder_includes_files_whose_names_are_not_utf8() {
     );
     let out = policy(&["fmt", "--check", &folder]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+}
+
+#[test]
+fn direct_calls_declare_at_most_max_activations_per_prompt() {
+    let p = Policy::parse(
+        "p",
+        "search load_tools\nDefer(*)\nmax_activations = 1\non_miss = \"activate\"\n",
+    )
+    .expect("loads");
+    let e = Engine::new(p, example_registry("aiden"), SkillList::default());
+    let mut s = e.session(Context::default()).expect("session");
+    let outcome = |s: &mut toolpolicy::Session, tool: &str| s.call(&e, tool).expect("call");
+    let declared = CallOutcome::NotFound {
+        declared_next_step: true,
+    };
+    let refused = CallOutcome::NotFound {
+        declared_next_step: false,
+    };
+    assert_eq!(outcome(&mut s, "web_fetch"), declared);
+    for tool in ["maps_directions", "email_send", "notes_create"] {
+        assert_eq!(outcome(&mut s, tool), refused, "{tool}");
+    }
+    let plan = s.plan(&e).expect("plan");
+    let names: Vec<&str> = plan.declared().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["load_tools", "web_fetch"]);
+    // The count starts again at the next prompt.
+    s.prompt(&e).expect("prompt");
+    assert_eq!(outcome(&mut s, "maps_directions"), declared);
 }
 
 #[test]
