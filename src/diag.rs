@@ -75,10 +75,12 @@ pub enum Code {
     TokenBudget,
     /// `Defer` or `NoDefer` naming skills, which are never deferred.
     NoEffectOnSkill,
+    /// A `search` wildcard that makes ordinary registry tools search tools.
+    SearchCapturesTools,
 }
 
 impl Code {
-    pub const ALL: [Code; 24] = [
+    pub const ALL: [Code; 25] = [
         Code::Syntax,
         Code::UnclosedBlock,
         Code::StrayClose,
@@ -103,6 +105,7 @@ impl Code {
         Code::CatalogOverflow,
         Code::TokenBudget,
         Code::NoEffectOnSkill,
+        Code::SearchCapturesTools,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -131,6 +134,7 @@ impl Code {
             Code::CatalogOverflow => "PL108",
             Code::TokenBudget => "PL109",
             Code::NoEffectOnSkill => "PL110",
+            Code::SearchCapturesTools => "PL120",
         }
     }
 

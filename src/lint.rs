@@ -18,12 +18,14 @@
 //! | PL108 | deferred tools the catalog has no room for | registry |
 //! | PL109 | a first turn over `--max-tokens` | registry |
 //! | PL110 | `Defer` or `NoDefer` naming skills, which are never deferred | |
+//! | PL120 | a `search` wildcard that makes several registry tools search tools | registry |
 
 mod algebra;
 mod budget;
 mod guards;
 mod names;
 mod redundant;
+mod search_capture;
 mod shadow;
 mod world;
 
@@ -77,6 +79,7 @@ pub fn lint_with(policy: &Policy, options: &Options<'_>) -> Vec<Diagnostic> {
         .collect();
     shadow::check(&world, &skip, &mut out);
     names::check(&world, &mut out);
+    search_capture::check(&world, &mut out);
     if let Some(registry) = options.registry {
         budget::check(
             policy,

@@ -151,6 +151,90 @@ fn a_folder_includes_files_whose_names_are_not_utf8() {
 }
 
 #[test]
+fn a_search_wildcard_that_captures_a_tool_is_reported_and_explained() {
+    let dir = scratch("search-capture");
+    let p = dir.join("p.policy");
+    std::fs::write(
+        &p,
+        "search *Search*\nmode agent {\n  Defer(Grep)\n}\nmode chat {\n  defer_loading = false\n}\n",
+    )
+    .expect("write");
+    let r = dir.join("tools.json");
+    std::fs::write(
+        &r,
+        r#"[{"name": "ToolSearch"}, {"name": "WebSearch"}, {"name": "Grep"}]"#,
+    )
+    .expect("write");
+    let (p, r) = (p.to_str().expect("utf-8"), r.to_str().expect("utf-8"));
+    let out = policy(&["check", "--format", "plain", "--registry", r, p]);
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains(
+            "1:8: warning[PL120]: `search *Search*` makes 2 registry tools search tools: `ToolSearch`, `WebSearch`"
+        ),
+        "{stdout}"
+    );
+    // In chat nothing is deferred: the plan leaves `WebSearch` out, and
+    // explain says so instead of only "active".
+    let plan = policy(&[
+        "plan",
+        "--policy",
+        p,
+        "--registry",
+        r,
+        "--mode",
+        "chat",
+        "--format",
+        "json",
+    ]);
+    let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).expect("plan JSON");
+    assert_eq!(plan["declared"], serde_json::json!(["Grep"]));
+    let out = policy(&[
+        "explain",
+        "WebSearch",
+        "--policy",
+        p,
+        "--registry",
+        r,
+        "--mode",
+        "chat",
+    ]);
+    assert!(
+        text(&out.stdout).contains("  not declared: nothing in the registry is deferred"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = policy(&[
+        "explain",
+        "WebSearch",
+        "--policy",
+        p,
+        "--registry",
+        r,
+        "--mode",
+        "chat",
+        "--format",
+        "json",
+    ]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("explain JSON");
+    assert!(doc["not_declared"].is_string(), "{doc}");
+    let out = policy(&[
+        "explain",
+        "WebSearch",
+        "--policy",
+        p,
+        "--registry",
+        r,
+        "--mode",
+        "agent",
+        "--format",
+        "json",
+    ]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("explain JSON");
+    assert!(doc.get("not_declared").is_none(), "{doc}");
+}
+
+#[test]
 fn direct_calls_declare_at_most_max_activations_per_prompt() {
     let p = Policy::parse(
         "p",

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use toolpolicy::decision::CauseKind;
-use toolpolicy::explain::{Explanation, Status, explain};
+use toolpolicy::explain::{Explanation, Status, explain, note_plan};
 use toolpolicy::{Context, ItemRef, Policy, Registry, SkillList, Table};
 
 use crate::common::{self, CliError, Format};
@@ -135,8 +135,13 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let item = item_ref(item_name, registry.as_ref(), skills.as_ref());
     let note = not_listed(item_name, registry.as_ref(), skills.as_ref());
     let explain_in = |ctx: &Context| {
-        explain(&policy, &table, ctx, &item).map_err(|e| CliError::Usage(e.to_string()))
+        let mut e = explain(&policy, &table, ctx, &item)?;
+        if let Some(r) = &registry {
+            note_plan(&mut e, &table, r)?;
+        }
+        Ok::<_, toolpolicy::ContextError>(e)
     };
+    let explain_in = |ctx: &Context| explain_in(ctx).map_err(|e| CliError::Usage(e.to_string()));
     let main = explain_in(&base)?;
     // Without a mode on a policy with modes, show every mode.
     let per_mode: Vec<Explanation> = if args.mode.is_none() {
@@ -264,6 +269,9 @@ pub fn render(out: &mut String, policy: &Policy, e: &Explanation) {
         e.cause.kind,
         cause_words(e.cause.kind)
     );
+    if let Some(why) = &e.not_declared {
+        let _ = writeln!(out, "  not declared: {why}");
+    }
     if let Some(r) = &e.cause.rule {
         // Point at the selector that matched, or at the whole statement.
         let (line, column, width) = match &e.cause.selector {
