@@ -134,14 +134,14 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     }
     let item = item_ref(item_name, registry.as_ref(), skills.as_ref());
     let note = not_listed(item_name, registry.as_ref(), skills.as_ref());
-    let explain_in = |ctx: &Context| {
-        let mut e = explain(&policy, &table, ctx, &item)?;
+    let usage = |e: toolpolicy::ContextError| CliError::Usage(e.to_string());
+    let explain_in = |ctx: &Context| -> Result<Explanation, CliError> {
+        let mut e = explain(&policy, &table, ctx, &item).map_err(usage)?;
         if let Some(r) = &registry {
-            note_plan(&mut e, &table, r)?;
+            note_plan(&mut e, &table, r).map_err(usage)?;
         }
-        Ok::<_, toolpolicy::ContextError>(e)
+        Ok(e)
     };
-    let explain_in = |ctx: &Context| explain_in(ctx).map_err(|e| CliError::Usage(e.to_string()));
     let main = explain_in(&base)?;
     // Without a mode on a policy with modes, show every mode.
     let per_mode: Vec<Explanation> = if args.mode.is_none() {
