@@ -148,6 +148,14 @@ fn a_folder_includes_files_whose_names_are_not_utf8() {
     );
     let out = policy(&["fmt", "--check", &folder]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    // An expectation file so named still finds its policy, `NAME.policy`.
+    std::fs::write(dir.join("x").with_file_name(odd), "Defer(a)\n").expect("write");
+    let test_file = std::ffi::OsStr::from_bytes(b"bad\xff.test.toml");
+    let case = "[[case]]\nitem = \"a\"\nexpect = \"deferred\"\n";
+    std::fs::write(dir.join("x").with_file_name(test_file), case).expect("write");
+    let out = policy(&["test", &folder]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "1 passed, 0 failed\n");
 }
 
 #[test]
