@@ -53,6 +53,8 @@ pub enum Code {
     EmptyRule,
     /// An empty pattern: `Defer("")`.
     EmptyPattern,
+    /// `bot "*"`: a bot named `*`, indistinguishable from `bot *`.
+    QuotedAnyBot,
     /// Deferred tools with no search tool to find them.
     Undiscoverable,
     /// Every item the rule matches is decided by a rule of higher precedence.
@@ -77,10 +79,12 @@ pub enum Code {
     LookAlikeName,
     /// A tool name OpenAI and Anthropic reject, sent to them under another.
     ProviderName,
+    /// A `search` wildcard that makes ordinary registry tools search tools.
+    SearchCapturesTools,
 }
 
 impl Code {
-    pub const ALL: [Code; 25] = [
+    pub const ALL: [Code; 27] = [
         Code::Syntax,
         Code::UnclosedBlock,
         Code::StrayClose,
@@ -94,6 +98,7 @@ impl Code {
         Code::NestedRule,
         Code::EmptyRule,
         Code::EmptyPattern,
+        Code::QuotedAnyBot,
         Code::Undiscoverable,
         Code::Shadowed,
         Code::Redundant,
@@ -106,6 +111,7 @@ impl Code {
         Code::NoEffectOnSkill,
         Code::LookAlikeName,
         Code::ProviderName,
+        Code::SearchCapturesTools,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -123,6 +129,7 @@ impl Code {
             Code::NestedRule => "PL011",
             Code::EmptyRule => "PL012",
             Code::EmptyPattern => "PL013",
+            Code::QuotedAnyBot => "PL020",
             Code::Undiscoverable => "PL101",
             Code::Shadowed => "PL102",
             Code::Redundant => "PL103",
@@ -135,6 +142,7 @@ impl Code {
             Code::NoEffectOnSkill => "PL110",
             Code::LookAlikeName => "PL115",
             Code::ProviderName => "PL116",
+            Code::SearchCapturesTools => "PL120",
         }
     }
 
@@ -190,8 +198,12 @@ pub struct SourceFile {
 }
 
 impl SourceFile {
+    /// A leading byte-order mark is dropped here, where policy text becomes a
+    /// source, so that every position counts from the first visible character.
     pub fn new(name: impl Into<String>, text: impl Into<String>) -> Self {
-        let text = text.into();
+        let mut text = text.into();
+        let bom = text.len() - crate::input::strip_bom(&text).len();
+        text.drain(..bom);
         let line_starts = line_starts(&text);
         SourceFile {
             name: name.into(),

@@ -10,6 +10,7 @@ pub mod decision;
 pub mod diag;
 pub mod explain;
 pub mod format;
+pub mod input;
 pub mod lint;
 pub mod pattern;
 pub mod policy;

@@ -22,12 +22,14 @@
 //! [`registry`] reports on the registry itself, whatever the policy: names
 //! that read alike (PL115, also a load warning) and names OpenAI and Anthropic
 //! reject (PL116).
+//! | PL120 | a `search` wildcard that makes several registry tools search tools | registry |
 
 mod algebra;
 mod budget;
 mod guards;
 mod names;
 mod redundant;
+mod search_capture;
 mod shadow;
 mod world;
 
@@ -82,6 +84,7 @@ pub fn lint_with(policy: &Policy, options: &Options<'_>) -> Vec<Diagnostic> {
         .collect();
     shadow::check(&world, &skip, &mut out);
     names::check(&world, &mut out);
+    search_capture::check(&world, &mut out);
     if let Some(registry) = options.registry {
         budget::check(
             policy,

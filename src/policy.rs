@@ -183,6 +183,7 @@ impl Policy {
     /// Reads a policy from bytes, saying so when they are not UTF-8.
     pub fn from_bytes(name: impl Into<String>, bytes: &[u8]) -> Result<Policy, LoadErrors> {
         let name = name.into();
+        let bytes = crate::input::strip_bom_bytes(bytes);
         match std::str::from_utf8(bytes) {
             Ok(text) => Self::parse(name, text),
             Err(e) => {
@@ -326,6 +327,21 @@ impl Lower<'_> {
     }
 
     fn block(&mut self, b: &ast::Block, outer: &Scope, when: Option<&Condition>) {
+        // `bot "*"` would name a bot called `*`, shown exactly like `bot *`:
+        // whichever the author meant, the two read the same, so it is refused.
+        if let BlockHead::Bot(Some(name)) = &b.head
+            && name == "*"
+        {
+            self.diags.push(
+                Diagnostic::new(
+                    Code::QuotedAnyBot,
+                    b.head_span,
+                    "a bot cannot be named `*`: `bot \"*\"` would read as `bot *`, every bot",
+                )
+                .with_help("for rules that apply to every bot, write `bot *` without quotes"),
+            );
+            return;
+        }
         let scope = match &b.head {
             BlockHead::Mode(name) => Scope::Mode(name.clone()),
             BlockHead::Bot(Some(name)) => Scope::Bot(name.clone()),

@@ -183,8 +183,8 @@ impl Registry {
 
     /// Reads a registry document: an array of tools, or an object with a `tools` array.
     pub fn from_json(text: &str) -> Result<Self, LoadError> {
-        let doc: Value =
-            serde_json::from_str(text).map_err(|e| err("", format!("not valid JSON: {e}")))?;
+        let doc: Value = serde_json::from_str(crate::input::strip_bom(text))
+            .map_err(|e| err("", format!("not valid JSON: {e}")))?;
         let entries = match &doc {
             Value::Array(a) => a,
             Value::Object(o) => match o.get("tools") {
@@ -247,16 +247,16 @@ pub struct SkillList {
 
 impl SkillList {
     pub fn new(skills: Vec<Skill>) -> Result<Self, LoadError> {
-        Ok(SkillList {
-            skills: Indexed::build(skills, |s| &s.name, "skills")?,
-        })
+        let skills = Indexed::build(skills, |s| &s.name, "skills")?;
+        check_keys(&skills)?;
+        Ok(SkillList { skills })
     }
 
     /// Reads a JSON array of `{name, key?, description, source?, model_invocable?}`,
     /// optionally under a `skills` key.
     pub fn from_json(text: &str) -> Result<Self, LoadError> {
-        let doc: Value =
-            serde_json::from_str(text).map_err(|e| err("", format!("not valid JSON: {e}")))?;
+        let doc: Value = serde_json::from_str(crate::input::strip_bom(text))
+            .map_err(|e| err("", format!("not valid JSON: {e}")))?;
         let entries = match &doc {
             Value::Array(a) => a,
             Value::Object(o) => match o.get("skills") {
@@ -313,6 +313,40 @@ impl SkillList {
             .iter()
             .find(|s| s.key.as_deref() == Some(key))
     }
+}
+
+/// A key must pick one skill whatever the context: a key that is another
+/// skill's name resolves to that skill or to its own depending on which is
+/// listed (SPEC 3.3 `resolve_skill`), and a key shared by two skills resolves
+/// by listing order. Both are refused, naming the two entries.
+fn check_keys(skills: &Indexed<Skill>) -> Result<(), LoadError> {
+    let mut keys: HashMap<&str, usize> = HashMap::new();
+    for (i, skill) in skills.items.iter().enumerate() {
+        let Some(key) = skill.key.as_deref() else {
+            continue;
+        };
+        let at = format!("skills[{i}].key");
+        if let Some(&j) = skills.by_name.get(key)
+            && j != i
+        {
+            return Err(err(
+                at,
+                format!(
+                    "`{key}` is also the name of skills[{j}]; a key must not be another skill's name"
+                ),
+            ));
+        }
+        if let Some(j) = keys.insert(key, i) {
+            return Err(err(
+                at,
+                format!(
+                    "`{key}` is also the key of skills[{j}] (`{}`); each key must pick one skill",
+                    skills.items[j].name
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn required_str(o: &Map<String, Value>, at: &str, field: &str) -> Result<String, LoadError> {
@@ -539,5 +573,29 @@ mod tests {
         assert_eq!(s.by_key("code-review").unwrap().name, "review");
         let e = SkillList::from_json(r#"[{"name": "x", "model_invocable": "no"}]"#).unwrap_err();
         assert_eq!(e.path, "skills[0].model_invocable");
+    }
+
+    #[test]
+    fn a_key_picks_one_skill() {
+        let e = SkillList::from_json(r#"[{"name": "lint"}, {"name": "review", "key": "lint"}]"#)
+            .unwrap_err();
+        assert_eq!(e.path, "skills[1].key");
+        assert!(e.message.contains("name of skills[0]"), "{e}");
+        let e = SkillList::from_json(
+            r#"[{"name": "a", "key": "k"}, {"name": "b"}, {"name": "c", "key": "k"}]"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.path, "skills[2].key");
+        assert!(e.message.contains("key of skills[0] (`a`)"), "{e}");
+        // A skill's key may repeat its own name.
+        assert!(SkillList::from_json(r#"[{"name": "a", "key": "a"}]"#).is_ok());
+    }
+
+    #[test]
+    fn a_leading_byte_order_mark_is_skipped() {
+        let reg = Registry::from_json("\u{feff}[{\"name\": \"a\"}]").unwrap();
+        assert_eq!(reg.len(), 1);
+        let skills = SkillList::from_json("\u{feff}[{\"name\": \"s\"}]").unwrap();
+        assert_eq!(skills.len(), 1);
     }
 }

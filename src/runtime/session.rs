@@ -34,6 +34,9 @@ pub struct Session {
     /// Activated tools in first-activation order; only appended to between rebuilds.
     activated: Vec<u32>,
     evidence: EvidenceLog,
+    /// Tools declared by `on_miss = "activate"` since the last prompt, mode
+    /// switch or restart: they count against `max_activations` like a load.
+    misses: u8,
 }
 
 /// A session as a host persists it: the context and the names with evidence.
@@ -76,6 +79,7 @@ impl Session {
             registry,
             activated: Vec::new(),
             evidence: EvidenceLog::default(),
+            misses: 0,
         }
     }
 
@@ -91,6 +95,7 @@ impl Session {
             registry: Arc::clone(snap.registry_arc()),
             activated: Vec::new(),
             evidence: EvidenceLog::from_indices(indices),
+            misses: 0,
         }
     }
 
@@ -333,7 +338,10 @@ impl Session {
     /// The model calls a tool directly. A declared tool may run (report its
     /// result with [`Session::record_result`]); anything else fails as not
     /// found, and a deferred tool is declared from the next step when
-    /// `on_miss = "activate"`. The not-found result is never evidence.
+    /// `on_miss = "activate"`, at most `max_activations` of them between two
+    /// prompts (the engine sees prompts, not the model's steps): without a
+    /// cap, a burst of direct calls would declare any number of tools at once,
+    /// which one search or load cannot. The not-found result is never evidence.
     pub fn call(&mut self, engine: &Engine, tool: &str) -> Result<CallOutcome, ContextError> {
         let (snap, base) = self.prepare(engine)?;
         let Some(i) = snap.registry().index_of(tool).map(|i| i as u32) else {
@@ -344,7 +352,11 @@ impl Session {
         Ok(match base.state(i) {
             ToolState::Declared => CallOutcome::Allowed,
             ToolState::Deferred if self.is_activated(i) => CallOutcome::Allowed,
-            ToolState::Deferred if base.settings.on_miss == OnMiss::Activate => {
+            ToolState::Deferred
+                if base.settings.on_miss == OnMiss::Activate
+                    && u32::from(self.misses) < base.settings.max_activations =>
+            {
+                self.misses = self.misses.saturating_add(1);
                 self.activated.push(i);
                 CallOutcome::NotFound {
                     declared_next_step: true,
@@ -397,6 +409,7 @@ impl Session {
     /// the evidence still in the effective context.
     pub fn prompt(&mut self, engine: &Engine) -> Result<(), ContextError> {
         let (_, base) = self.prepare(engine)?;
+        self.misses = 0;
         if base.settings.activation == Activation::PerPrompt {
             self.rebuild(&base);
         }
@@ -420,6 +433,7 @@ impl Session {
         let old = std::mem::replace(&mut self.context, context);
         match self.prepare(engine) {
             Ok((_, base)) => {
+                self.misses = 0;
                 if base.settings.activation == Activation::PerPrompt {
                     self.rebuild(&base);
                 }
@@ -443,6 +457,7 @@ impl Session {
     /// from the effective context, whatever the activation setting.
     pub fn restart(&mut self, engine: &Engine) -> Result<(), ContextError> {
         let (_, base) = self.prepare(engine)?;
+        self.misses = 0;
         self.rebuild(&base);
         Ok(())
     }

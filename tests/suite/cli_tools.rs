@@ -8,15 +8,15 @@ use std::process::{Command, Stdio};
 
 use crate::cli::{policy, root};
 
-fn text(b: &[u8]) -> String {
+pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
 /// A fresh scratch folder for one test, removed when the test ends.
-struct Scratch(PathBuf);
+pub struct Scratch(PathBuf);
 
 impl Scratch {
-    fn join(&self, name: &str) -> PathBuf {
+    pub fn join(&self, name: &str) -> PathBuf {
         self.0.join(name)
     }
 }
@@ -27,7 +27,7 @@ impl Drop for Scratch {
     }
 }
 
-fn scratch(name: &str) -> Scratch {
+pub fn scratch(name: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!("toolpolicy-cli-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("scratch folder");

@@ -20,3 +20,4 @@ mod runtime_props;
 mod runtime_scenarios;
 mod runtime_support;
 mod search_recall;
+mod traps;

@@ -51,8 +51,9 @@ impl fmt::Display for CliError {
     }
 }
 
+/// Every file a command reads comes through here, under the library's size cap.
 pub fn read(path: &Path) -> Result<Vec<u8>, CliError> {
-    std::fs::read(path).map_err(|e| CliError::Io(path.to_path_buf(), e))
+    toolpolicy::input::read(path).map_err(|e| CliError::Io(path.to_path_buf(), e))
 }
 
 /// Writes to standard output; when it is closed or fails, says so and ends

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use toolpolicy::chars::escape;
 use toolpolicy::decision::CauseKind;
-use toolpolicy::explain::{Explanation, Status, explain};
+use toolpolicy::explain::{Explanation, Status, explain, note_plan};
 use toolpolicy::{Context, ItemRef, Policy, Registry, SkillList, Table};
 
 use crate::common::{self, CliError, Format};
@@ -135,8 +135,13 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     }
     let item = item_ref(item_name, registry.as_ref(), skills.as_ref());
     let note = not_listed(item_name, registry.as_ref(), skills.as_ref());
-    let explain_in = |ctx: &Context| {
-        explain(&policy, &table, ctx, &item).map_err(|e| CliError::Usage(e.to_string()))
+    let usage = |e: toolpolicy::ContextError| CliError::Usage(e.to_string());
+    let explain_in = |ctx: &Context| -> Result<Explanation, CliError> {
+        let mut e = explain(&policy, &table, ctx, &item).map_err(usage)?;
+        if let Some(r) = &registry {
+            note_plan(&mut e, &table, r).map_err(usage)?;
+        }
+        Ok(e)
     };
     let main = explain_in(&base)?;
     // Without a mode on a policy with modes, show every mode.
@@ -265,6 +270,9 @@ pub fn render(out: &mut String, policy: &Policy, e: &Explanation) {
         e.cause.kind,
         cause_words(e.cause.kind)
     );
+    if let Some(why) = &e.not_declared {
+        let _ = writeln!(out, "  not declared: {why}");
+    }
     if let Some(r) = &e.cause.rule {
         // Point at the selector that matched, or at the whole statement.
         let (line, column, width) = match &e.cause.selector {

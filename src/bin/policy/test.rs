@@ -186,7 +186,7 @@ fn describe(out: &mut String, r: &CaseReport) {
 
 /// `p` relative to the folder of `base`, with `..` folded where it can be,
 /// so that messages show `policies/x.policy`, not `tests/../policies/x.policy`.
-fn relative(base: &Path, p: &str) -> PathBuf {
+fn relative(base: &Path, p: impl AsRef<Path>) -> PathBuf {
     use std::path::Component;
     let joined = base.parent().unwrap_or(Path::new(".")).join(p);
     let mut out = PathBuf::new();
@@ -209,21 +209,31 @@ fn run_file(file: &Path, format: Format) -> Result<Vec<CaseReport>, CliError> {
     let bytes = common::read(file)?;
     let text =
         String::from_utf8(bytes).map_err(|_| CliError::Usage(format!("`{name}` is not UTF-8")))?;
-    let doc: TestFile = toml::from_str(&text)
+    let text = toolpolicy::input::strip_bom(&text);
+    let doc: TestFile = toml::from_str(text)
         .map_err(|e| CliError::Usage(format!("`{name}` is not a valid test file: {e}")))?;
+    // A file that tests nothing would report `0 passed, 0 failed` and exit 0,
+    // so a CI job would pass on it: refused like a malformed file.
+    if doc.cases.is_empty() {
+        return Err(CliError::Usage(format!(
+            "`{name}` has no cases: add a `[[case]]` table for each expectation"
+        )));
+    }
     let policy_path = match &doc.policy {
         Some(p) => relative(file, p),
         None => {
-            let stem = file
+            // `NAME.test.toml` → `NAME.policy`, on the name's bytes: a name
+            // that is not UTF-8 still names its policy.
+            let own = file
                 .file_name()
-                .and_then(|n| n.to_str())
-                .and_then(|n| n.strip_suffix(".test.toml"))
+                .filter(|n| n.as_encoded_bytes().ends_with(b".test.toml"))
+                .map(|_| file.with_extension("").with_extension("policy"))
                 .ok_or_else(|| {
                     CliError::Usage(format!(
                         "`{name}`: name the policy with `policy = \"...\"`, or call the file `NAME.test.toml`"
                     ))
                 })?;
-            relative(file, &format!("{stem}.policy"))
+            relative(file, own.file_name().unwrap_or_default())
         }
     };
     let registry =
