@@ -24,12 +24,17 @@ use super::session::{Session, SessionState};
 /// runtime grants that differ per user cannot grow it without bound.
 const BASE_CACHE_LIMIT: usize = 1024;
 
+/// Search indexes kept per set of hidden tools; past this the cache starts
+/// over. Contexts that hide the same tools share one.
+const INDEX_CACHE_LIMIT: usize = 64;
+
 /// What is derived from a registry alone, shared by snapshots until the
 /// registry itself is replaced.
 #[derive(Debug)]
 pub(crate) struct ToolData {
     pub registry: Arc<Registry>,
-    pub index: SearchIndex,
+    /// Over every tool: what a context that hides nothing searches.
+    pub index: Arc<SearchIndex>,
     /// Per tool: meter tokens of its compact definition.
     pub tokens: Box<[u32]>,
     /// Per tool: its name as the catalog shows it (sanitized).
@@ -44,7 +49,7 @@ impl ToolData {
     fn new(registry: Registry) -> ToolData {
         let tools = registry.tools();
         ToolData {
-            index: SearchIndex::new(&registry),
+            index: Arc::new(SearchIndex::new(&registry)),
             tokens: tools
                 .iter()
                 .map(|t| tokens_of_len(declaration_len(t)))
@@ -147,6 +152,8 @@ pub struct Snapshot {
     pub(crate) skill_matches: Box<[Box<[u32]>]>,
     /// Base plans per context, computed on first use.
     bases: RwLock<HashMap<Context, Arc<BasePlan>>>,
+    /// Search indexes without a context's hidden tools, by the hidden set.
+    indexes: RwLock<HashMap<Box<[u32]>, Arc<SearchIndex>>>,
 }
 
 impl Snapshot {
@@ -172,6 +179,7 @@ impl Snapshot {
             matches,
             skill_matches,
             bases: RwLock::new(HashMap::new()),
+            indexes: RwLock::new(HashMap::new()),
         }
     }
 
@@ -195,8 +203,36 @@ impl Snapshot {
         &self.skills
     }
 
+    /// The index over every tool of the registry. A session searches
+    /// [`Snapshot::search_index_for`] its context instead, which leaves out
+    /// what the context hides.
     pub fn search_index(&self) -> &SearchIndex {
         &self.tools.index
+    }
+
+    /// The index a search in the context of `base` uses: built without the
+    /// context's hidden tools, so that a search answers exactly as if they
+    /// were absent (SPEC 3.3). Built on the first search in a context and
+    /// shared by every context that hides the same tools.
+    pub(crate) fn search_index_for(&self, base: &BasePlan) -> Arc<SearchIndex> {
+        let index = base.search_index.get_or_init(|| {
+            if base.hidden.is_empty() {
+                return Arc::clone(&self.tools.index);
+            }
+            {
+                let cache = self.indexes.read().unwrap_or_else(PoisonError::into_inner);
+                if let Some(index) = cache.get(&base.hidden) {
+                    return Arc::clone(index);
+                }
+            }
+            let index = Arc::new(SearchIndex::without(self.registry(), &base.hidden));
+            let mut cache = self.indexes.write().unwrap_or_else(PoisonError::into_inner);
+            if cache.len() >= INDEX_CACHE_LIMIT {
+                cache.clear();
+            }
+            Arc::clone(cache.entry(base.hidden.clone()).or_insert(index))
+        });
+        Arc::clone(index)
     }
 
     /// The part of a plan that depends on the context only, computed once per

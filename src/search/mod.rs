@@ -1,7 +1,9 @@
 //! Search over the tool registry (SPEC 3.3): ranks tools for a natural-language
 //! query.
 //!
-//! The index is built once per registry. Every tool contributes four fields:
+//! The index is built once per registry, and once more per set of tools a
+//! context hides ([`SearchIndex::without`]): a hidden tool is not indexed at
+//! all, so it moves no statistic. Every indexed tool contributes four fields:
 //!
 //! | field | weight | text |
 //! | --- | ---: | --- |
@@ -19,7 +21,7 @@
 //!
 //! Scoring is BM25F: per tool, each term's field frequencies are weighted and
 //! length-normalised per field, then saturated once (`k1`), and multiplied by
-//! the term's inverse document frequency over the whole registry. All of that
+//! the term's inverse document frequency over the indexed tools. All of that
 //! except the query weight is precomputed into the postings, so a query only
 //! walks the postings of its own terms. On top of that, a tool whose name
 //! tokens are largely covered by the query gets a bonus, and a query word that
@@ -163,7 +165,26 @@ pub struct SearchIndex {
 impl SearchIndex {
     /// Indexes every tool of `registry`.
     pub fn new(registry: &Registry) -> SearchIndex {
+        SearchIndex::build(registry, &[])
+    }
+
+    /// Indexes the tools of `registry` but those at the registry indices
+    /// `hidden`, as if they were absent (SPEC 3.3): their words are no terms,
+    /// and term statistics, prefix expansion and the glossary see only the
+    /// others, so no ranking reveals anything about a hidden tool. Indices stay
+    /// registry indices.
+    pub fn without(registry: &Registry, hidden: &[u32]) -> SearchIndex {
+        SearchIndex::build(registry, hidden)
+    }
+
+    fn build(registry: &Registry, hidden: &[u32]) -> SearchIndex {
         let tools = registry.tools();
+        let mut visible = vec![true; tools.len()];
+        for &i in hidden {
+            if let Some(v) = visible.get_mut(i as usize) {
+                *v = false;
+            }
+        }
         let mut terms: HashMap<Box<str>, u32> = HashMap::new();
         // Per tool: (term id, field) for every token occurrence, then counted.
         let mut per_tool: Vec<Vec<(u32, [u16; FIELDS])>> = Vec::with_capacity(tools.len());
@@ -172,9 +193,15 @@ impl SearchIndex {
         let mut buf: Vec<String> = Vec::new();
         let mut occurrences: Vec<(u32, u8)> = Vec::new();
 
-        for tool in tools {
+        for (tool, &visible) in tools.iter().zip(&visible) {
             occurrences.clear();
             let mut len = [0u32; FIELDS];
+            if !visible {
+                name_terms.push(0);
+                per_tool.push(Vec::new());
+                lengths.push(len);
+                continue;
+            }
             let mut add = |text: &str, field: usize, occ: &mut Vec<(u32, u8)>| {
                 buf.clear();
                 tokenize_into(text, &mut buf);
@@ -231,7 +258,7 @@ impl SearchIndex {
             lengths.push(len);
         }
 
-        let n = tools.len().max(1) as f32;
+        let n = visible.iter().filter(|&&v| v).count().max(1) as f32;
         let mut avg = [0f32; FIELDS];
         for l in &lengths {
             for f in 0..FIELDS {
@@ -291,7 +318,7 @@ impl SearchIndex {
 
         let mut names: HashMap<Box<str>, Vec<u32>> = HashMap::new();
         let mut identifier_names: HashMap<Box<str>, Vec<u32>> = HashMap::new();
-        for (i, tool) in tools.iter().enumerate() {
+        for (i, tool) in tools.iter().enumerate().filter(|(i, _)| visible[*i]) {
             let lower = tool.name.trim().to_lowercase();
             if is_identifier_like(&tool.name) {
                 identifier_names

@@ -18,4 +18,5 @@ mod runtime_engine;
 mod runtime_props;
 mod runtime_scenarios;
 mod runtime_support;
+mod search_hidden;
 mod search_recall;
