@@ -5,6 +5,7 @@ mod cli;
 mod cli_runtime;
 mod cli_tools;
 mod conformance;
+mod data_paths;
 mod diagnostics_doc;
 mod fixtures;
 mod golden;
