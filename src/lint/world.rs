@@ -193,8 +193,12 @@ fn enumerate(policy: &Policy) -> Option<Vec<Context>> {
         .chain(policy.settings.iter().filter_map(|s| s.when.as_ref()))
         .map(|c| c.flag.as_str())
         .collect();
-    let mut modes: Vec<Option<String>> = vec![None];
-    modes.extend(policy.modes.iter().cloned().map(Some));
+    // A policy with modes has no mode-less context (SPEC 2.3).
+    let modes: Vec<Option<String>> = if policy.modes.is_empty() {
+        vec![None]
+    } else {
+        policy.modes.iter().cloned().map(Some).collect()
+    };
     let mut bots: Vec<Option<String>> = vec![None];
     bots.extend(policy.bots.iter().cloned().map(Some));
     if policy.has_any_bot {
