@@ -243,12 +243,18 @@ pub fn check_mode(modes: &[String], mode: Option<&str>) -> Result<(), ContextErr
     })
 }
 
-/// Runtime grants split into selector kind and pattern text.
+/// Runtime grants split into selector kind and pattern text. The prefixes
+/// are read in any case, as the policy language reads them.
 pub(crate) fn split_selector(s: &str) -> (crate::ast::SelectorKind, &str) {
     use crate::ast::SelectorKind;
-    if let Some(p) = s.strip_prefix("skill:") {
+    let strip = |prefix: &str| {
+        s.get(..prefix.len())
+            .filter(|p| p.eq_ignore_ascii_case(prefix))
+            .map(|_| &s[prefix.len()..])
+    };
+    if let Some(p) = strip("skill:") {
         (SelectorKind::Skill, p)
-    } else if let Some(p) = s.strip_prefix("source:") {
+    } else if let Some(p) = strip("source:") {
         (SelectorKind::Source, p)
     } else {
         (SelectorKind::Tool, s)

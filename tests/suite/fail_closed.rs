@@ -1,5 +1,5 @@
 //! Decisions that must fail closed (SPEC 2.3): an empty runtime grant list,
-//! a context without a mode.
+//! a context without a mode, `skill:` / `source:` prefixes in another case.
 
 use toolpolicy::runtime::{Engine, Scenario, SessionState, replay};
 use toolpolicy::{Context, Exposure, ItemRef, Policy, Registry, SkillList, Table};
@@ -155,4 +155,18 @@ fn explain_without_a_mode_never_answers_from_the_top_level() {
         .find(|l| l.trim_start().starts_with("chat"))
         .unwrap_or("");
     assert!(chat.contains("hidden"), "{out}");
+}
+
+#[test]
+fn selector_prefixes_are_read_in_any_case() {
+    let e = engine("Hide(Skill:x)\nHide(SOURCE:mcp:*)\n");
+    let (declared, skills) = declared_and_skills(&e, Context::default());
+    assert!(declared.contains(&"Skill:x".to_string()), "{declared:?}");
+    assert!(skills.is_empty(), "{skills:?}");
+    let formatted = toolpolicy::format::format("t", "Hide(Skill:x, SOURCE:mcp:*, \"Skill:y\")\n")
+        .expect("formats");
+    assert_eq!(formatted, "Hide(skill:x, source:mcp:*, \"Skill:y\")\n");
+    // Runtime grants read them the same way.
+    let (declared, skills) = declared_and_skills(&e, Context::default().with_grants(["SKILL:*"]));
+    assert!(declared.contains(&"Bash".to_string()) && skills.is_empty());
 }
