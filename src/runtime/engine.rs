@@ -26,7 +26,7 @@ const BASE_CACHE_LIMIT: usize = 1024;
 
 /// Search indexes kept per set of hidden tools; past this the cache starts
 /// over. Contexts that hide the same tools share one.
-const INDEX_CACHE_LIMIT: usize = 64;
+const INDEX_CACHE_LIMIT: usize = 32;
 
 /// What is derived from a registry alone, shared by snapshots until the
 /// registry itself is replaced.
@@ -213,18 +213,28 @@ impl Snapshot {
     /// The index a search in the context of `base` uses: built without the
     /// context's hidden tools, so that a search answers exactly as if they
     /// were absent (SPEC 3.3). Built on the first search in a context and
-    /// shared by every context that hides the same tools.
+    /// shared by every context that hides the same tools. The snapshot holds
+    /// at most [`INDEX_CACHE_LIMIT`] of them and a base plan only a weak
+    /// reference, so memory stays bounded however many contexts search.
     pub(crate) fn search_index_for(&self, base: &BasePlan) -> Arc<SearchIndex> {
-        let index = base.search_index.get_or_init(|| {
-            if base.hidden.is_empty() {
-                return Arc::clone(&self.tools.index);
-            }
-            {
-                let cache = self.indexes.read().unwrap_or_else(PoisonError::into_inner);
-                if let Some(index) = cache.get(&base.hidden) {
-                    return Arc::clone(index);
-                }
-            }
+        if base.hidden.is_empty() {
+            return Arc::clone(&self.tools.index);
+        }
+        let known = base
+            .search_index
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(index) = known.upgrade() {
+            return index;
+        }
+        drop(known);
+        let cached = self
+            .indexes
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&base.hidden)
+            .cloned();
+        let index = cached.unwrap_or_else(|| {
             let index = Arc::new(SearchIndex::without(self.registry(), &base.hidden));
             let mut cache = self.indexes.write().unwrap_or_else(PoisonError::into_inner);
             if cache.len() >= INDEX_CACHE_LIMIT {
@@ -232,7 +242,11 @@ impl Snapshot {
             }
             Arc::clone(cache.entry(base.hidden.clone()).or_insert(index))
         });
-        Arc::clone(index)
+        *base
+            .search_index
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Arc::downgrade(&index);
+        index
     }
 
     /// The part of a plan that depends on the context only, computed once per
@@ -353,6 +367,26 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn contexts_hiding_the_same_tools_share_one_search_index() {
+        let policy = Policy::parse(
+            "p",
+            "mode a {\n Hide(x)\n}\nmode b {\n Hide(x)\n}\nmode c {\n}\n",
+        )
+        .unwrap();
+        let registry = Registry::from_json(
+            r#"[{"name": "x", "description": "x"}, {"name": "y", "description": "y"}]"#,
+        )
+        .unwrap();
+        let engine = Engine::new(policy, registry, SkillList::default());
+        let snap = engine.snapshot();
+        let index = |m: &str| snap.search_index_for(&snap.base(&Context::mode(m)).unwrap());
+        assert!(Arc::ptr_eq(&index("a"), &index("b")));
+        assert!(Arc::ptr_eq(&index("a"), &index("a")));
+        assert!(!Arc::ptr_eq(&index("a"), &index("c")));
+        assert!(Arc::ptr_eq(&index("c"), &snap.tools.index));
+    }
 
     #[test]
     fn meter_counts_utf16_units_and_declarations_as_serialized() {
