@@ -2,12 +2,12 @@
 //! list is given — every decision in each, computed once for the lints that
 //! need them.
 //!
-//! A context is a declared mode or no mode (allowed, see the README: only the
-//! top level and the bot blocks apply), no bot, each bot with a block, or some
-//! other bot (only `bot *` applies to it), and any subset of the flags the
-//! policy's `when` blocks name. Those are all the contexts that can differ: a
-//! mode the policy does not declare is an error (SPEC 2.3), and flags the
-//! policy never names change nothing.
+//! A context is a declared mode (or no mode, for a policy that declares
+//! none), no bot, each bot with a block, or some other bot (only `bot *`
+//! applies to it), and any subset of the flags the policy's `when` blocks
+//! name. Those are all the contexts that can differ: a mode the policy does
+//! not declare, or none on a policy that declares some, is an error (SPEC
+//! 2.3), and flags the policy never names change nothing.
 
 use std::collections::BTreeSet;
 
