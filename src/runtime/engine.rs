@@ -235,7 +235,7 @@ impl Snapshot {
             .get(&base.hidden)
             .cloned();
         let index = cached.unwrap_or_else(|| {
-            let index = Arc::new(SearchIndex::without(self.registry(), &base.hidden));
+            let index = Arc::new(self.tools.index.without(&base.hidden));
             let mut cache = self.indexes.write().unwrap_or_else(PoisonError::into_inner);
             if cache.len() >= INDEX_CACHE_LIMIT {
                 cache.clear();
