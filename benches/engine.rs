@@ -408,6 +408,19 @@ fn search(c: &mut Criterion, base: &[Tool]) {
         });
     }
     g.finish();
+
+    // What the first search in a context that hides tools adds: the index
+    // without them (one tool in ten hidden), built once per hidden set.
+    let mut g = c.benchmark_group("search");
+    g.sample_size(10);
+    let index = LazyCell::new(|| SearchIndex::new(&data::scaled(base, LARGE)));
+    g.bench_function(format!("without_hidden/{LARGE}"), |b| {
+        ran(&format!("search/without_hidden/{LARGE}"));
+        let index = &*index;
+        let hidden: Vec<u32> = (0..LARGE as u32).step_by(10).collect();
+        b.iter(|| black_box(index.without(&hidden)))
+    });
+    g.finish();
 }
 
 /// An engine over `n` tools grown from the fixtures and a generated policy
@@ -584,7 +597,7 @@ fn ran(id: &str) {
 }
 
 /// Every bench ID with its budget (median, nanoseconds), in README order.
-const BUDGETS: [(&str, Option<f64>); 14] = [
+const BUDGETS: [(&str, Option<f64>); 15] = [
     ("decide/table/1000", Some(50.0)),
     ("decide/unseen/1000", Some(5_000.0)),
     ("decide/reference/1000", None),
@@ -598,6 +611,7 @@ const BUDGETS: [(&str, Option<f64>); 14] = [
     ("plan/cached/10000", Some(20e3)),
     ("search/261", Some(50e3)),
     ("search/10000", Some(500e3)),
+    ("search/without_hidden/10000", None),
     ("replay/1000", None),
 ];
 

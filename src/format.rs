@@ -509,7 +509,7 @@ pub fn selector(s: &Selector) -> String {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "_-./:*".contains(c));
     let looks_prefixed = s.kind == SelectorKind::Tool
-        && (s.pattern.starts_with("skill:") || s.pattern.starts_with("source:"));
+        && crate::decision::split_selector(&s.pattern).0 != SelectorKind::Tool;
     let pattern = if bare_chars && !looks_prefixed {
         s.pattern.clone()
     } else {

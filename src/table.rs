@@ -238,7 +238,13 @@ impl Table {
             }
         }
         let runtime = ctx.grants.as_ref().map(|grants| {
-            let mut g = RuntimeGrants::default();
+            // An empty allow-list lets nothing through (SPEC 2.3); reading it
+            // as "no grant restricts" would fail open.
+            let mut g = RuntimeGrants {
+                restricts_tools: grants.is_empty(),
+                restricts_skills: grants.is_empty(),
+                ..RuntimeGrants::default()
+            };
             for s in grants {
                 let (kind, pattern) = split_selector(s);
                 let p = Pattern::new(pattern);
@@ -514,9 +520,9 @@ mod tests {
 
     #[test]
     fn settings_most_specific_first() {
-        let src = "defer_loading = false\nDefer(*)\nmode m {\n defer_loading = true\n}\nwhen f {\n defer_loading = true\n}\n";
+        let src = "defer_loading = false\nDefer(*)\nmode m {\n defer_loading = true\n}\nmode n {\n}\nwhen f {\n defer_loading = true\n}\n";
         assert_eq!(
-            decide(src, &Context::default(), ItemRef::tool("x")).cause,
+            decide(src, &Context::mode("n"), ItemRef::tool("x")).cause,
             CauseKind::Switch
         );
         assert_eq!(
@@ -524,7 +530,7 @@ mod tests {
             CauseKind::Defer
         );
         assert_eq!(
-            decide(src, &Context::default().with_flag("f"), ItemRef::tool("x")).cause,
+            decide(src, &Context::mode("n").with_flag("f"), ItemRef::tool("x")).cause,
             CauseKind::Defer
         );
     }
@@ -536,6 +542,23 @@ mod tests {
             .resolve(&Context::mode("agnt"))
             .unwrap_err();
         assert!(e.to_string().contains("`agent`"), "{e}");
+        // A missing mode is the same error: never "the top level only".
+        let e = Table::compile(&p).resolve(&Context::default()).unwrap_err();
+        assert!(e.to_string().contains("`agent`, `chat`"), "{e}");
+    }
+
+    #[test]
+    fn an_empty_runtime_grant_list_grants_nothing() {
+        let ctx = Context::default().with_grants(Vec::<String>::new());
+        let src = "guard g\nsearch s\n";
+        for (item, exposure) in [
+            (ItemRef::tool("x"), Exposure::Hidden),
+            (ItemRef::skill("x"), Exposure::Hidden),
+            (ItemRef::tool("g"), Exposure::Active),
+            (ItemRef::tool("s"), Exposure::Active),
+        ] {
+            assert_eq!(decide(src, &ctx, item).exposure, exposure, "{item:?}");
+        }
     }
 
     #[test]

@@ -2,12 +2,12 @@
 //! list is given — every decision in each, computed once for the lints that
 //! need them.
 //!
-//! A context is a declared mode or no mode (allowed, see the README: only the
-//! top level and the bot blocks apply), no bot, each bot with a block, or some
-//! other bot (only `bot *` applies to it), and any subset of the flags the
-//! policy's `when` blocks name. Those are all the contexts that can differ: a
-//! mode the policy does not declare is an error (SPEC 2.3), and flags the
-//! policy never names change nothing.
+//! A context is a declared mode (or no mode, for a policy that declares
+//! none), no bot, each bot with a block, or some other bot (only `bot *`
+//! applies to it), and any subset of the flags the policy's `when` blocks
+//! name. Those are all the contexts that can differ: a mode the policy does
+//! not declare, or none on a policy that declares some, is an error (SPEC
+//! 2.3), and flags the policy never names change nothing.
 
 use std::collections::BTreeSet;
 
@@ -193,8 +193,12 @@ fn enumerate(policy: &Policy) -> Option<Vec<Context>> {
         .chain(policy.settings.iter().filter_map(|s| s.when.as_ref()))
         .map(|c| c.flag.as_str())
         .collect();
-    let mut modes: Vec<Option<String>> = vec![None];
-    modes.extend(policy.modes.iter().cloned().map(Some));
+    // A policy with modes has no mode-less context (SPEC 2.3).
+    let modes: Vec<Option<String>> = if policy.modes.is_empty() {
+        vec![None]
+    } else {
+        policy.modes.iter().cloned().map(Some).collect()
+    };
     let mut bots: Vec<Option<String>> = vec![None];
     bots.extend(policy.bots.iter().cloned().map(Some));
     if policy.has_any_bot {

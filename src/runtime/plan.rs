@@ -7,7 +7,7 @@
 //! it, so the plan of a turn where nothing changed costs a cache lookup and a
 //! walk over the session's activations, whatever the size of the registry.
 
-use std::sync::Arc;
+use std::sync::{Arc, RwLock, Weak};
 
 use serde::Serialize;
 
@@ -53,6 +53,9 @@ pub(crate) struct BasePlan {
     pub skills_tokens: u64,
     /// Tokens of every non-hidden tool's definition.
     pub all_tool_tokens: u64,
+    /// The search index without the hidden tools, once a search has needed
+    /// it; the snapshot's cache owns it ([`Snapshot::search_index_for`]).
+    pub search_index: RwLock<Weak<crate::search::SearchIndex>>,
 }
 
 impl BasePlan {
@@ -175,6 +178,7 @@ impl BasePlan {
             catalog,
             skills,
             skills_block,
+            search_index: RwLock::new(Weak::new()),
         })
     }
 

@@ -313,7 +313,7 @@ impl Session {
     ) {
         let mut activated = self.activated.clone();
         activated.sort_unstable();
-        let ranked = snap.search_index().rank(query, |i| {
+        let ranked = snap.search_index_for(base).rank(query, |i| {
             base.state(i as u32) == ToolState::Deferred
                 && activated.binary_search(&(i as u32)).is_err()
         });

@@ -9,7 +9,8 @@ use toolpolicy::runtime::{CallOutcome, Engine, Scenario};
 use toolpolicy::{Context, Policy, SkillList};
 
 use crate::cli::policy;
-use crate::cli_tools::{scratch, text};
+use crate::cli::scratch;
+use crate::cli_tools::text;
 use crate::runtime_support::example_registry;
 
 /// `policy ARGS...` with `input` on standard input.

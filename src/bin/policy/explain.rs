@@ -143,9 +143,14 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         }
         Ok(e)
     };
-    let main = explain_in(&base)?;
-    // Without a mode on a policy with modes, show every mode.
-    let per_mode: Vec<Explanation> = if args.mode.is_none() {
+    // Without a mode on a policy with modes there is no single answer (a
+    // mode-less context does not exist, SPEC 2.3): people get one row per
+    // mode; a script asked for one answer, so it must name the mode.
+    let per_mode = args.mode.is_none() && !policy.modes.is_empty();
+    if per_mode && args.format == Format::Json {
+        return Err(crate::runtime_args::mode_required(&policy.modes));
+    }
+    let explanations: Vec<Explanation> = if per_mode {
         policy
             .modes
             .iter()
@@ -157,20 +162,12 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             })
             .collect::<Result<_, _>>()?
     } else {
-        Vec::new()
+        vec![explain_in(&base)?]
     };
-    if args.format == Format::Json {
-        let mut doc = serde_json::to_value(&main).map_err(|e| CliError::Usage(e.to_string()))?;
-        if let Some(obj) = doc.as_object_mut() {
-            if !per_mode.is_empty() {
-                obj.insert(
-                    "modes".into(),
-                    serde_json::to_value(&per_mode).map_err(|e| CliError::Usage(e.to_string()))?,
-                );
-            }
-            if let Some(n) = &note {
-                obj.insert("note".into(), n.clone().into());
-            }
+    if let (Format::Json, [main]) = (args.format, explanations.as_slice()) {
+        let mut doc = serde_json::to_value(main).map_err(|e| CliError::Usage(e.to_string()))?;
+        if let (Some(obj), Some(n)) = (doc.as_object_mut(), &note) {
+            obj.insert("note".into(), n.clone().into());
         }
         common::print_json(&doc)?;
         return Ok(ExitCode::SUCCESS);
@@ -179,8 +176,10 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     if let Some(n) = &note {
         let _ = writeln!(out, "note: {n}\n");
     }
-    if per_mode.is_empty() {
-        render(&mut out, &policy, &main);
+    if !per_mode {
+        for e in &explanations {
+            render(&mut out, &policy, e);
+        }
     } else {
         let bot = args
             .bot
@@ -189,15 +188,15 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             .unwrap_or_default();
         let _ = writeln!(
             out,
-            "`{}` in each mode of {}{bot}:",
-            main.item, policy.source.name
+            "`{item_name}` in each mode of {}{bot}:",
+            policy.source.name
         );
-        let width = per_mode
+        let width = explanations
             .iter()
             .map(|e| e.context.mode.as_deref().unwrap_or("").chars().count())
             .max()
             .unwrap_or(0);
-        for e in &per_mode {
+        for e in &explanations {
             let rule = e
                 .cause
                 .rule
@@ -213,7 +212,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             );
         }
         out.push('\n');
-        for e in &per_mode {
+        for e in &explanations {
             render(&mut out, &policy, e);
         }
     }

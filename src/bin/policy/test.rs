@@ -8,6 +8,8 @@
 //! registry = "tools.json"        # optional, relative to this file
 //! skills = "skills.json"         # optional, relative to this file
 //!
+//! These paths stay inside the file's folder (SPEC 3.4).
+//!
 //! [[case]]
 //! mode = "chat"                  # optional when the policy has no modes
 //! bot = "reviewer"               # optional
@@ -29,6 +31,7 @@ use std::process::ExitCode;
 use serde::{Deserialize, Serialize};
 use toolpolicy::decision::{CauseKind, Exposure};
 use toolpolicy::explain::rule_ref;
+use toolpolicy::runtime::data_path;
 use toolpolicy::{Context, ItemRef, Origin, Policy, Registry, SkillList, Table};
 
 use crate::common::{self, CliError, Format};
@@ -45,8 +48,8 @@ use crate::common::{self, CliError, Format};
   expect = \"deferred\"    # active | deferred | hidden
   cause = \"defer\"        # optional
 
-Top-level `policy`, `registry` and `skills` paths (relative to the file) are
-optional; a case may give `source`, `defer_loading` and `model_invocable` for
+Top-level `policy`, `registry` and `skills` paths (relative to the file, and
+inside its folder) are optional; a case may give `source`, `defer_loading` and `model_invocable` for
 an item no registry describes. Ends with `N passed, N failed`; exits 1 on a
 failure, 2 on a bad file."
 )]
@@ -184,24 +187,10 @@ fn describe(out: &mut String, r: &CaseReport) {
     }
 }
 
-/// `p` relative to the folder of `base`, with `..` folded where it can be,
-/// so that messages show `policies/x.policy`, not `tests/../policies/x.policy`.
-fn relative(base: &Path, p: impl AsRef<Path>) -> PathBuf {
-    use std::path::Component;
-    let joined = base.parent().unwrap_or(Path::new(".")).join(p);
-    let mut out = PathBuf::new();
-    for c in joined.components() {
-        match c {
-            Component::ParentDir
-                if matches!(out.components().next_back(), Some(Component::Normal(_))) =>
-            {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
+/// A path the test file names, inside its folder (SPEC 3.4).
+fn named(file: &Path, key: &str, p: impl AsRef<Path>) -> Result<PathBuf, CliError> {
+    data_path(file, key, p)
+        .map_err(|e| CliError::Usage(format!("bad test file `{}`: {e}", file.display())))
 }
 
 fn run_file(file: &Path, format: Format) -> Result<Vec<CaseReport>, CliError> {
@@ -220,10 +209,10 @@ fn run_file(file: &Path, format: Format) -> Result<Vec<CaseReport>, CliError> {
         )));
     }
     let policy_path = match &doc.policy {
-        Some(p) => relative(file, p),
+        Some(p) => named(file, "policy", p)?,
+        // `NAME.test.toml` → `NAME.policy` beside it, on the name's bytes: a
+        // name that is not UTF-8 still names its policy.
         None => {
-            // `NAME.test.toml` → `NAME.policy`, on the name's bytes: a name
-            // that is not UTF-8 still names its policy.
             let own = file
                 .file_name()
                 .filter(|n| n.as_encoded_bytes().ends_with(b".test.toml"))
@@ -233,12 +222,21 @@ fn run_file(file: &Path, format: Format) -> Result<Vec<CaseReport>, CliError> {
                         "`{name}`: name the policy with `policy = \"...\"`, or call the file `NAME.test.toml`"
                     ))
                 })?;
-            relative(file, own.file_name().unwrap_or_default())
+            named(file, "policy", own.file_name().unwrap_or_default())?
         }
     };
-    let registry =
-        common::load_registry(doc.registry.as_ref().map(|p| relative(file, p)).as_deref())?;
-    let skills = common::load_skills(doc.skills.as_ref().map(|p| relative(file, p)).as_deref())?;
+    let registry = doc
+        .registry
+        .as_deref()
+        .map(|p| named(file, "registry", p))
+        .transpose()?;
+    let skills = doc
+        .skills
+        .as_deref()
+        .map(|p| named(file, "skills", p))
+        .transpose()?;
+    let registry = common::load_registry(registry.as_deref())?;
+    let skills = common::load_skills(skills.as_deref())?;
     let line_of = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
     // Every case is checked before any runs, so a typo is an error, not a failure.
     for c in &doc.cases {
