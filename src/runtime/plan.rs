@@ -126,13 +126,14 @@ impl BasePlan {
             .first()
             .map(|&i| tools[i as usize].name.as_str());
         let data = &snap.tools;
+        let signatures = settings.catalog_params.then(|| data.signatures());
         let catalog = catalog::build_catalog(
             deferred.len(),
             |k| {
                 let i = deferred[k] as usize;
                 catalog::Entry {
                     name: &data.names[i],
-                    signature: settings.catalog_params.then(|| &data.signatures[i]),
+                    signature: signatures.map(|s| &s[i]),
                     summary: &data.summaries[i],
                 }
             },

@@ -8,6 +8,7 @@ mod conformance;
 mod diagnostics_doc;
 mod fixtures;
 mod golden;
+mod linear;
 mod policies;
 mod props_format;
 mod props_lint;
