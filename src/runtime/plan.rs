@@ -216,6 +216,9 @@ pub struct Plan {
     base: Arc<BasePlan>,
     /// Activated tools the plan declares, in first-activation order.
     activated: Vec<u32>,
+    /// The same, sorted: whether a tool is activated is asked per deferred
+    /// tool, and a scan of `activated` each time was quadratic.
+    activated_sorted: Box<[u32]>,
 }
 
 impl Plan {
@@ -224,14 +227,21 @@ impl Plan {
         base: Arc<BasePlan>,
         activations: impl Iterator<Item = u32>,
     ) -> Plan {
-        let activated = activations
+        let activated: Vec<u32> = activations
             .filter(|&i| base.declares_activated(i))
             .collect();
+        let mut activated_sorted: Box<[u32]> = activated.clone().into();
+        activated_sorted.sort_unstable();
         Plan {
             snapshot,
             base,
             activated,
+            activated_sorted,
         }
+    }
+
+    fn is_activated(&self, i: u32) -> bool {
+        self.activated_sorted.binary_search(&i).is_ok()
     }
 
     fn tool(&self, i: u32) -> &Tool {
@@ -264,7 +274,7 @@ impl Plan {
         self.base
             .deferred
             .iter()
-            .filter(|i| !self.activated.contains(i))
+            .filter(|&&i| !self.is_activated(i))
             .map(|&i| self.tool(i))
     }
 
@@ -327,7 +337,7 @@ impl Plan {
             .index_of(name)
             .is_some_and(|i| match self.base.state(i as u32) {
                 ToolState::Declared => true,
-                ToolState::Deferred => self.activated.contains(&(i as u32)),
+                ToolState::Deferred => self.is_activated(i as u32),
                 ToolState::Idle | ToolState::Hidden => false,
             })
     }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use toolpolicy::runtime::Engine;
-use toolpolicy::{Context, Policy, Registry, SkillList};
+use toolpolicy::{Context, Policy, Registry, SessionState, SkillList, Tool};
 
 /// Runs `f` and fails when it took longer than `secs` seconds.
 fn within<T>(secs: u64, what: &str, f: impl FnOnce() -> T) -> T {
@@ -19,6 +19,21 @@ fn within<T>(secs: u64, what: &str, f: impl FnOnce() -> T) -> T {
         "{what} took {took:?}, over {secs} s: no longer linear?"
     );
     out
+}
+
+fn tool(name: String) -> Tool {
+    Tool {
+        description: format!("Does {name}."),
+        name,
+        parameters: json!({"type": "object", "properties": {}}),
+        source: None,
+        defer_loading: false,
+    }
+}
+
+/// `n` tools named `t0` ... in registry order.
+fn tools(n: usize) -> Registry {
+    Registry::new((0..n).map(|i| tool(format!("t{i}"))).collect()).expect("unique names")
 }
 
 #[test]
@@ -48,5 +63,29 @@ fn a_tool_with_100000_required_parameters_loads() {
             let line = plan.catalog().lines().nth(1).unwrap_or_default();
             assert_eq!(line.starts_with("- big(p0, "), params == "true", "{line}");
         }
+    });
+}
+
+#[test]
+fn resuming_and_planning_are_linear_in_evidence() {
+    let n = 50_000;
+    let policy =
+        Policy::parse("p.policy", "search t0\nDefer(*)\nmax_activations = 3\n").expect("valid");
+    let engine = Engine::new(policy, tools(n), SkillList::default());
+    let state = SessionState {
+        context: Context::default(),
+        // Every tool twice, newest first: each is kept once, in first order.
+        evidence: (1..n).rev().chain(1..n).map(|i| format!("t{i}")).collect(),
+    };
+    within(30, "resuming and planning", || {
+        let session = engine.resume(state).expect("resumes");
+        let plan = session.plan(&engine).expect("plans");
+        assert_eq!(plan.declared_len(), n);
+        assert_eq!(plan.deferred().count(), 0);
+        assert_eq!(
+            plan.activated().next().map(|t| t.name.as_str()),
+            Some("t49999")
+        );
+        assert_eq!(session.evidence().len(), n - 1);
     });
 }
