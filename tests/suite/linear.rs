@@ -3,11 +3,14 @@
 //! limits are for unoptimised test builds on a busy machine, many times what
 //! the linear code needs; `benches/engine.rs` measures the same shapes.
 
+use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use toolpolicy::runtime::Engine;
 use toolpolicy::{Context, Policy, Registry, SessionState, SkillList, Tool};
+
+use crate::cli::{policy, scratch};
 
 /// Runs `f` and fails when it took longer than `secs` seconds.
 fn within<T>(secs: u64, what: &str, f: impl FnOnce() -> T) -> T {
@@ -64,6 +67,39 @@ fn a_tool_with_100000_required_parameters_loads() {
             assert_eq!(line.starts_with("- big(p0, "), params == "true", "{line}");
         }
     });
+}
+
+#[test]
+fn policy_test_runs_20000_cases() {
+    let dir = scratch("linear-test");
+    std::fs::write(
+        dir.join("p.policy"),
+        "search find\nDefer(*)\nNoDefer(t1*)\n",
+    )
+    .expect("writes");
+    let mut cases = String::new();
+    for i in 0..20_000 {
+        let expect = if i.to_string().starts_with('1') {
+            "active"
+        } else {
+            "deferred"
+        };
+        let _ = writeln!(cases, "[[case]]\nitem = \"t{i}\"\nexpect = \"{expect}\"\n");
+    }
+    // The last case fails, so its line number shows in the report.
+    cases.push_str("[[case]]\nitem = \"t1\"\nexpect = \"hidden\"\n");
+    std::fs::write(dir.join("p.test.toml"), cases).expect("writes");
+    let file = dir.join("p.test.toml");
+    let out = within(60, "20,000 cases", || {
+        policy(&["test", &file.to_string_lossy()])
+    });
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains(&format!("p.test.toml:{}: `t1`", 20_000 * 4 + 1)),
+        "{stdout}"
+    );
+    assert!(stdout.ends_with("20000 passed, 1 failed\n"), "{stdout}");
 }
 
 #[test]
