@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use toolpolicy::runtime::Engine;
-use toolpolicy::{Context, Policy, Registry, SessionState, SkillList, Tool};
+use toolpolicy::{Context, Policy, Registry, SessionState, SkillList, Table, Tool};
 
 use crate::cli::{policy, scratch};
 
@@ -67,6 +67,86 @@ fn a_tool_with_100000_required_parameters_loads() {
             assert_eq!(line.starts_with("- big(p0, "), params == "true", "{line}");
         }
     });
+}
+
+/// A policy with `modes` modes (`m0` ...) and `bots` bots (`b0` ...), each
+/// with `per_block` rules whose selectors are general patterns (the kind the
+/// compiled table cannot look up by hash) over tools `t0` ... `t{tools}`.
+fn wide_policy(modes: usize, bots: usize, per_block: usize, tools: usize) -> String {
+    let mut out = String::from("search t0\nDefer(*)\n");
+    let mut k = 0;
+    let mut rule = |out: &mut String, kind: &str| {
+        k += 1;
+        let _ = writeln!(out, "  {kind}(t{}*{}, t{})", k % 10, k % 7, (k * 7) % tools);
+    };
+    for m in 0..modes {
+        let _ = writeln!(out, "mode m{m} {{");
+        for i in 0..per_block {
+            rule(&mut out, ["NoDefer", "Defer", "Hide"][i % 3]);
+        }
+        out.push_str("  when fast {\n    NoDefer(t1*)\n  }\n}\n");
+    }
+    for b in 0..bots {
+        let _ = writeln!(out, "bot b{b} {{");
+        for i in 0..per_block {
+            rule(&mut out, ["Grant", "NoDefer", "Defer", "Hide"][i % 4]);
+        }
+        out.push_str("}\n");
+    }
+    out
+}
+
+#[test]
+fn the_explain_matrix_matches_each_item_once() {
+    let dir = scratch("linear-matrix");
+    let (modes, n) = (50, 2_000);
+    let source = wide_policy(modes, 0, 20, n);
+    let registry = tools(n);
+    let tools_json: Vec<Value> = registry
+        .tools()
+        .iter()
+        .map(|t| json!({"name": t.name, "description": t.description}))
+        .collect();
+    std::fs::write(dir.join("p.policy"), &source).expect("writes");
+    std::fs::write(dir.join("r.json"), json!(tools_json).to_string()).expect("writes");
+    let (p, r) = (dir.join("p.policy"), dir.join("r.json"));
+    let args = |format: &'static str| {
+        let (p, r) = (p.to_string_lossy(), r.to_string_lossy());
+        let out = policy(&[
+            "explain",
+            "--policy",
+            &p,
+            "--registry",
+            &r,
+            "--format",
+            format,
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        String::from_utf8(out.stdout).expect("UTF-8")
+    };
+    let text = within(60, "the JSON matrix", || args("json"));
+    let doc: Value = serde_json::from_str(&text).expect("JSON");
+    let rows = doc["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), n);
+    assert_eq!(doc["modes"].as_array().map(Vec::len), Some(modes));
+    // Every cell says what the table says about the item in that mode.
+    let policy = Policy::parse("p.policy", source).expect("valid");
+    let table = Table::compile(&policy);
+    for (t, row) in registry.tools().iter().zip(rows).step_by(97) {
+        assert_eq!(row["item"], json!(t.name));
+        for (m, cell) in row["cells"].as_array().expect("cells").iter().enumerate() {
+            let ctx = Context::mode(format!("m{m}"));
+            let d = table.decide(
+                &table.resolve(&ctx).expect("declared"),
+                &toolpolicy::ItemRef::from_tool(t),
+            );
+            assert_eq!(cell["mode"], json!(format!("m{m}")));
+            assert_eq!(cell["exposure"], json!(d.exposure));
+            assert_eq!(cell["cause"], json!(d.cause));
+        }
+    }
+    let human = within(60, "the human matrix", || args("human"));
+    assert_eq!(human.lines().count(), 1 + 1 + n + 3 + 3);
 }
 
 #[test]
