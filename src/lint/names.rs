@@ -32,12 +32,13 @@ fn kinds(rule: &Rule, s: &Selector) -> Vec<ItemKind> {
 
 /// `Some(true)` when every list the selector is checked against is known and it
 /// matches nothing in them.
-fn matches_nothing(w: &World<'_>, rule: &Rule, s: &Selector) -> Option<bool> {
-    let kinds = kinds(rule, s);
+fn matches_nothing(w: &World<'_>, ri: usize, si: usize) -> Option<bool> {
+    let rule = &w.policy.rules[ri];
+    let kinds = kinds(rule, &rule.selectors[si]);
     if kinds.is_empty() || !kinds.iter().all(|&k| w.knows(k)) {
         return None;
     }
-    Some(kinds.iter().all(|&k| w.matched(s, k).is_empty()))
+    Some(kinds.iter().all(|&k| w.matched(ri, si, k).is_empty()))
 }
 
 fn where_(kinds: &[ItemKind]) -> &'static str {
@@ -129,11 +130,9 @@ fn place(scope: &Scope, when: Option<&Condition>) -> String {
 
 pub fn check(w: &World<'_>, out: &mut Vec<Diagnostic>) {
     let policy: &Policy = w.policy;
-    for rule in &policy.rules {
-        let nothing: Vec<Option<bool>> = rule
-            .selectors
-            .iter()
-            .map(|s| matches_nothing(w, rule, s))
+    for (ri, rule) in policy.rules.iter().enumerate() {
+        let nothing: Vec<Option<bool>> = (0..rule.selectors.len())
+            .map(|si| matches_nothing(w, ri, si))
             .collect();
         if rule.kind == RuleKind::Grant && nothing.iter().all(|n| *n == Some(true)) {
             out.push(grants_nothing(w, rule));

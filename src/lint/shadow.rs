@@ -92,9 +92,9 @@ fn shadower(d: &Decision) -> Option<Shadower> {
 }
 
 /// What is known about the items a selector can match.
-enum Known {
+enum Known<'w> {
     /// The registry's or skill list's items it matches.
-    Items(Vec<usize>),
+    Items(&'w [u32]),
     /// No list: the rules that could cover the selector (`covering_candidates`).
     Candidates(Vec<u32>),
 }
@@ -114,13 +114,14 @@ pub fn verdict(w: &World<'_>, ri: usize) -> Verdict {
     let pairs: Vec<(&Selector, ItemKind, Known)> = rule
         .selectors
         .iter()
-        .flat_map(|s| {
+        .enumerate()
+        .flat_map(|(si, s)| {
             kinds_of(rule.kind)
                 .iter()
                 .filter(|&&k| picks(s, k))
                 .map(move |&k| {
                     let known = if w.knows(k) {
-                        Known::Items(w.matched(s, k))
+                        Known::Items(w.matched(ri, si, k))
                     } else {
                         Known::Candidates(covering_candidates(w, s, k))
                     };
@@ -134,8 +135,8 @@ pub fn verdict(w: &World<'_>, ri: usize) -> Verdict {
         for (s, kind, items) in &pairs {
             match items {
                 Known::Items(items) => {
-                    for &i in items {
-                        let d = w.decision(c, *kind, i);
+                    for &i in *items {
+                        let d = w.decision(c, *kind, i as usize);
                         match shadower(&d) {
                             Some(sh) if cause_rank(d.cause) < rank => {
                                 by.insert(sh);

@@ -150,6 +150,19 @@ fn the_explain_matrix_matches_each_item_once() {
 }
 
 #[test]
+fn check_with_a_registry_over_many_modes_and_bots() {
+    let n = 2_000;
+    let source = wide_policy(20, 20, 50, n);
+    let policy = Policy::parse("p.policy", source).expect("valid");
+    let registry = tools(n);
+    let diags = within(60, "linting with a registry", || {
+        toolpolicy::lint::lint(&policy, Some(&registry), None)
+    });
+    // The shape has findings of its own: they are still found.
+    assert!(!diags.is_empty());
+}
+
+#[test]
 fn policy_test_runs_20000_cases() {
     let dir = scratch("linear-test");
     std::fs::write(
