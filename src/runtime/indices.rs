@@ -1,29 +1,46 @@
 //! Registry indices in order of first insertion, each once: a session's
-//! activations and its evidence. Membership is a set lookup, because both
-//! lists grow with the chat and are asked about for every name a search,
-//! load or restart handles: a scan of the list each time made resuming a
-//! session quadratic in its evidence.
+//! activations and its evidence. Both grow with the chat and are asked
+//! about for every name a search, load or restart handles, so past a few
+//! dozen entries membership is a set lookup: a scan of the list each time
+//! made resuming a session quadratic in its evidence. Below that the list
+//! alone is scanned, which keeps a typical session as small as it was.
 
 use std::collections::HashSet;
+
+/// Up to this many indices, membership scans the list.
+const SCAN: usize = 32;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct IndexList {
     order: Vec<u32>,
-    members: HashSet<u32>,
+    /// The same indices, once there are more than `SCAN`.
+    members: Option<Box<HashSet<u32>>>,
 }
 
 impl IndexList {
     /// Appends `i` unless it is there already; returns whether it was new.
     pub fn insert(&mut self, i: u32) -> bool {
-        let new = self.members.insert(i);
-        if new {
-            self.order.push(i);
+        if self.contains(i) {
+            return false;
         }
-        new
+        self.order.push(i);
+        match &mut self.members {
+            Some(set) => {
+                set.insert(i);
+            }
+            None if self.order.len() > SCAN => {
+                self.members = Some(Box::new(self.order.iter().copied().collect()));
+            }
+            None => {}
+        }
+        true
     }
 
     pub fn contains(&self, i: u32) -> bool {
-        self.members.contains(&i)
+        match &self.members {
+            Some(set) => set.contains(&i),
+            None => self.order.contains(&i),
+        }
     }
 
     pub fn as_slice(&self) -> &[u32] {
@@ -32,15 +49,17 @@ impl IndexList {
 
     /// Empties the list; returns how many indices it held.
     pub fn clear(&mut self) -> usize {
-        self.members.clear();
-        std::mem::take(&mut self.order).len()
+        self.members = None;
+        let n = self.order.len();
+        self.order.clear();
+        n
     }
 
     /// Replaces each index by `f` of it, dropping those `f` maps to `None`
     /// and any that land on an index already kept: the order stays.
     pub fn remap(&mut self, mut f: impl FnMut(u32) -> Option<u32>) {
         let old = std::mem::take(&mut self.order);
-        self.members.clear();
+        self.members = None;
         for i in old {
             if let Some(j) = f(i) {
                 self.insert(j);
@@ -80,5 +99,19 @@ mod tests {
         assert!(l.contains(30) && !l.contains(3));
         assert_eq!(l.clear(), 2);
         assert!(l.as_slice().is_empty() && !l.contains(30));
+    }
+
+    #[test]
+    fn long_lists_answer_the_same() {
+        let mut l = IndexList::default();
+        for i in (0..200).rev().chain(0..200) {
+            l.insert(i % 150);
+        }
+        assert_eq!(l.as_slice().len(), 150);
+        assert_eq!(l.as_slice()[0], 199 % 150);
+        assert!((0..150).all(|i| l.contains(i)) && !l.contains(150));
+        l.remap(|i| (i % 2 == 0).then_some(i / 2));
+        assert_eq!(l.as_slice().len(), 75);
+        assert!((0..75).all(|i| l.contains(i)) && !l.contains(75));
     }
 }
