@@ -18,17 +18,18 @@ use toolpolicy::{Context, Decision, ItemRef, Policy, Registry, Resolved, SkillLi
 use crate::common::{CliError, Format};
 use crate::explain::context_words;
 
+// Fields in alphabetical order, the order the JSON always had.
 #[derive(Serialize)]
 struct Cell<'a> {
-    mode: Option<&'a str>,
-    exposure: Exposure,
     cause: CauseKind,
+    exposure: Exposure,
+    mode: Option<&'a str>,
 }
 
 #[derive(Serialize)]
 struct Row<'a> {
-    item: &'a str,
     cells: Vec<Cell<'a>>,
+    item: &'a str,
 }
 
 /// One symbol per decision: guards and search tools apart from other active
@@ -88,7 +89,7 @@ impl Serialize for Rows<'_> {
     }
 }
 
-/// The JSON document; fields in the order they always had (alphabetical).
+/// The JSON document, fields in alphabetical order as well.
 #[derive(Serialize)]
 struct Document<'a> {
     bot: &'a Option<String>,
