@@ -13,7 +13,9 @@ const SCAN: usize = 32;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct IndexList {
     order: Vec<u32>,
-    /// The same indices, once there are more than `SCAN`.
+    /// The same indices, once there are more than `SCAN`. Boxed: a pointer
+    /// inline instead of the set's 48 bytes, in every session.
+    #[allow(clippy::box_collection)]
     members: Option<Box<HashSet<u32>>>,
 }
 
