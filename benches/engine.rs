@@ -780,7 +780,7 @@ fn linear(c: &mut Criterion) {
 
     // `policy test` with 20,000 cases.
     let cases = LazyCell::new(|| {
-        let p = inputs.write("cases.policy", "search t0\nDefer(*)\nNoDefer(t1*)\n");
+        let p = inputs.write("cases.policy", "search find\nDefer(*)\nNoDefer(t1*)\n");
         let mut text = format!("policy = \"{p}\"\n");
         for i in 0..20_000 {
             let expect = if i.to_string().starts_with('1') {
