@@ -1,6 +1,9 @@
-//! Every context a policy can be asked about, and — when a registry or skill
-//! list is given — every decision in each, computed once for the lints that
-//! need them.
+//! Every context a policy can be asked about, each resolved once, and — when
+//! a registry or skill list is given — the items, each matched against the
+//! policy's patterns once, so that any decision the lints ask for is a walk
+//! over an item's matching rules. Decisions are not stored for every context
+//! and item up front: with 50 modes and 50 bots that is 2,601 contexts, by
+//! 10,000 tools.
 //!
 //! A context is a declared mode or no mode (allowed, see the README: only the
 //! top level and the bot blocks apply), no bot, each bot with a block, or some
@@ -67,7 +70,8 @@ struct Known<'a> {
 
 /// The known items of one kind a selector matches.
 enum Matched {
-    /// `*`: every one (kept as a count, not a list of all of them).
+    /// `*`: every one, answered from `World::every` rather than a list of
+    /// its own.
     All,
     Some(Vec<u32>),
 }
