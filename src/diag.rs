@@ -313,10 +313,17 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
 /// The candidates closest to `input` (case-insensitively), best first, if any is close.
 pub fn closest<'a>(input: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
     let lower = input.to_lowercase();
+    let len = lower.chars().count();
     let limit = (input.chars().count() / 3).max(2);
+    // Lengths further apart than the limit are further apart in edits too:
+    // most candidates are ruled out without the quadratic distance.
     let mut scored: Vec<(usize, &str)> = candidates
         .into_iter()
-        .map(|c| (edit_distance(&lower, &c.to_lowercase()), c))
+        .filter_map(|c| {
+            let c_lower = c.to_lowercase();
+            (c_lower.chars().count().abs_diff(len) <= limit)
+                .then(|| (edit_distance(&lower, &c_lower), c))
+        })
         .filter(|&(d, _)| d <= limit)
         .collect();
     scored.sort_by_key(|&(d, c)| (d, c));

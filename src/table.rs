@@ -54,6 +54,9 @@ pub struct Table {
     skill_names: PatternSet<u32>,
     sources: PatternSet<u32>,
     settings: Vec<CompiledSetting>,
+    /// The `Grant` rules, which resolving a context walks: every rule would
+    /// make resolving as slow as the policy is long.
+    grants: Vec<u32>,
     modes: Vec<String>,
     /// Guard and search selectors in policy order, for the plan's declared order.
     guards: Vec<(SelectorKind, Pattern)>,
@@ -181,6 +184,9 @@ impl Table {
                 ),
             })
             .collect();
+        let grants = (0..table_rules.len() as u32)
+            .filter(|&i| table_rules[i as usize].kind == RuleKind::Grant)
+            .collect();
         Table {
             rules: table_rules,
             sections,
@@ -188,6 +194,7 @@ impl Table {
             skill_names,
             sources,
             settings,
+            grants,
             modes: policy.modes.clone(),
             guards,
             searches,
@@ -225,16 +232,17 @@ impl Table {
         }
         let mut tool_filters = [None; 4];
         let mut skill_filters = [None; 4];
-        for (i, r) in self.rules.iter().enumerate() {
-            if r.kind != RuleKind::Grant || !applicable[r.section as usize] {
+        for &i in &self.grants {
+            let r = &self.rules[i as usize];
+            if !applicable[r.section as usize] {
                 continue;
             }
             let b = r.specificity as usize;
             if r.grants_tools && tool_filters[b].is_none() {
-                tool_filters[b] = Some(i as u32);
+                tool_filters[b] = Some(i);
             }
             if r.grants_skills && skill_filters[b].is_none() {
-                skill_filters[b] = Some(i as u32);
+                skill_filters[b] = Some(i);
             }
         }
         let runtime = ctx.grants.as_ref().map(|grants| {

@@ -20,19 +20,29 @@ const SHOWN: usize = 5;
 /// be worth writing out.
 pub fn check(w: &World<'_>, out: &mut Vec<Diagnostic>) {
     let Some(registry) = w.registry else { return };
-    let searches = w.policy.rules.iter().filter(|r| r.kind == RuleKind::Search);
-    for s in searches.flat_map(|r| &r.selectors) {
+    let searches = w
+        .policy
+        .rules
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.kind == RuleKind::Search);
+    for (ri, si, s) in searches.flat_map(|(ri, r)| {
+        r.selectors
+            .iter()
+            .enumerate()
+            .map(move |(si, s)| (ri, si, s))
+    }) {
         if s.kind == SelectorKind::Tool && !s.pattern.contains('*') {
             continue;
         }
-        let matched = w.matched(s, ItemKind::Tool);
+        let matched = w.matched(ri, si, ItemKind::Tool);
         if matched.len() < 2 {
             continue;
         }
         let mut names: Vec<String> = matched
             .iter()
             .take(SHOWN)
-            .map(|&i| format!("`{}`", registry.tools()[i].name))
+            .map(|&i| format!("`{}`", registry.tools()[i as usize].name))
             .collect();
         if matched.len() > SHOWN {
             names.push(format!("and {} more", matched.len() - SHOWN));

@@ -8,7 +8,7 @@
 //! leaves the last good snapshot in place and returns why.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 
 use crate::decision::{Context, ContextError, ItemRef};
 use crate::policy::{LoadErrors, Policy};
@@ -42,8 +42,10 @@ pub(crate) struct ToolData {
     pub names: Box<[Counted]>,
     /// Per tool: the sanitized first sentence of its description.
     pub summaries: Box<[Counted]>,
-    /// Per tool: `(a, b?)`.
-    pub signatures: Box<[Counted]>,
+    /// Per tool: `(a, b?)`, made the first time a plan has `catalog_params`
+    /// on: most policies never turn it on, and a tool may have 100,000
+    /// parameters.
+    signatures: OnceLock<Box<[Counted]>>,
     /// The names OpenAI and Anthropic get for tools whose own they reject.
     pub provider_names: ProviderNames,
 }
@@ -66,12 +68,20 @@ impl ToolData {
                 .iter()
                 .map(|t| Counted::new(catalog::summary(&t.description)))
                 .collect(),
-            signatures: tools
-                .iter()
-                .map(|t| Counted::new(catalog::signature(&t.parameter_names())))
-                .collect(),
+            signatures: OnceLock::new(),
             registry: Arc::new(registry),
         }
+    }
+
+    /// Per tool: `(a, b?)`.
+    pub fn signatures(&self) -> &[Counted] {
+        self.signatures.get_or_init(|| {
+            self.registry
+                .tools()
+                .iter()
+                .map(|t| Counted::new(catalog::signature(&t.parameter_names())))
+                .collect()
+        })
     }
 }
 

@@ -39,6 +39,7 @@ mod activation;
 pub mod catalog;
 mod engine;
 mod evidence;
+mod indices;
 mod paths;
 mod plan;
 mod provider;

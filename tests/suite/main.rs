@@ -10,6 +10,7 @@ mod diagnostics_doc;
 mod fail_closed;
 mod fixtures;
 mod golden;
+mod linear;
 mod output;
 mod policies;
 mod props_format;
