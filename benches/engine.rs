@@ -658,6 +658,7 @@ fn summary() {
         .filter(|(id, _)| ran.iter().any(|r| r == id))
         .filter_map(|&(id, budget)| Some((id, median(id)?, budget)))
         .collect();
+    pathological_summary(&ran);
     if rows.is_empty() {
         return;
     }
@@ -670,7 +671,6 @@ fn summary() {
         };
         println!("  {id:<24} {:>12}  {verdict}", human(*m));
     }
-    pathological_summary(&ran);
     let of = |id: &str| rows.iter().find(|r| r.0 == id).map(|r| r.1);
     if let Some(table) = of("decide/table/1000") {
         for other in ["decide/reference/1000", "decide/naive/1000"] {

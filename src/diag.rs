@@ -296,18 +296,49 @@ pub fn normalize_line_breaks(text: &str) -> std::borrow::Cow<'_, str> {
 
 /// Levenshtein distance, for "did you mean" suggestions.
 pub fn edit_distance(a: &str, b: &str) -> usize {
+    // Names are short and mostly ASCII: compare bytes without collecting
+    // characters, since a file with thousands of unknown words asks this for
+    // each against every candidate.
+    distance_within(a, b, usize::MAX).unwrap_or(usize::MAX)
+}
+
+/// [`edit_distance`], or `None` as soon as it is known to exceed `limit`.
+fn distance_within(a: &str, b: &str, limit: usize) -> Option<usize> {
+    if a.is_ascii() && b.is_ascii() {
+        return levenshtein(a.as_bytes(), b.as_bytes(), limit);
+    }
+    let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0; b.len() + 1];
-    for (i, ca) in a.chars().enumerate() {
+    levenshtein(&a, &b, limit)
+}
+
+fn levenshtein<T: PartialEq>(a: &[T], b: &[T], limit: usize) -> Option<usize> {
+    const SHORT: usize = 64;
+    let (mut prev_buf, mut cur_buf) = ([0usize; SHORT + 1], [0usize; SHORT + 1]);
+    let (mut prev_vec, mut cur_vec);
+    let (mut prev, mut cur): (&mut [usize], &mut [usize]) = if b.len() <= SHORT {
+        (&mut prev_buf[..=b.len()], &mut cur_buf[..=b.len()])
+    } else {
+        prev_vec = vec![0; b.len() + 1];
+        cur_vec = vec![0; b.len() + 1];
+        (&mut prev_vec, &mut cur_vec)
+    };
+    for (j, p) in prev.iter_mut().enumerate() {
+        *p = j;
+    }
+    for (i, ca) in a.iter().enumerate() {
         cur[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
+        for (j, cb) in b.iter().enumerate() {
             let cost = usize::from(ca != cb);
             cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
         }
+        // A row's smallest entry never decreases in later rows.
+        if cur.iter().min().is_some_and(|&m| m > limit) {
+            return None;
+        }
         std::mem::swap(&mut prev, &mut cur);
     }
-    prev[b.len()]
+    Some(prev[b.len()]).filter(|&d| d <= limit)
 }
 
 /// The candidates closest to `input` (case-insensitively), best first, if any is close.
@@ -321,10 +352,11 @@ pub fn closest<'a>(input: &str, candidates: impl IntoIterator<Item = &'a str>) -
         .into_iter()
         .filter_map(|c| {
             let c_lower = c.to_lowercase();
-            (c_lower.chars().count().abs_diff(len) <= limit)
-                .then(|| (edit_distance(&lower, &c_lower), c))
+            if c_lower.chars().count().abs_diff(len) > limit {
+                return None;
+            }
+            distance_within(&lower, &c_lower, limit).map(|d| (d, c))
         })
-        .filter(|&(d, _)| d <= limit)
         .collect();
     scored.sort_by_key(|&(d, c)| (d, c));
     let best = scored.first().map(|&(d, _)| d);

@@ -263,36 +263,42 @@ impl Policy {
 /// The most characters [`Policy::text_of`] quotes of a statement.
 pub const TEXT_OF_CHARS: usize = 200;
 
+/// One line of a statement: comments dropped (a `#` outside quotes runs to
+/// the end of its line), runs of white space and line breaks as one space,
+/// none just inside `( )` or before `,`. One pass: messages quote statements
+/// by the thousand.
 pub(crate) fn fold_whitespace(s: &str) -> String {
-    // Comments inside a multi-line rule are dropped from its one-line form.
-    let without_comments: Vec<&str> = s
-        .lines()
-        .map(|l| match l.find('#') {
-            Some(i) if !in_quotes(l, i) => &l[..i],
-            _ => l,
-        })
-        .collect();
-    let mut out = without_comments
-        .join(" ")
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
-    out = out.replace("( ", "(").replace(" )", ")").replace(" ,", ",");
-    out
-}
-
-fn in_quotes(line: &str, at: usize) -> bool {
-    let mut inside = false;
-    let mut escaped = false;
-    for c in line[..at].chars() {
-        match (escaped, c) {
-            (true, _) => escaped = false,
-            (false, '\\') if inside => escaped = true,
-            (false, '"') => inside = !inside,
-            _ => {}
+    let mut out = String::with_capacity(s.len());
+    let (mut quoted, mut escaped, mut comment, mut space) = (false, false, false, false);
+    for c in s.chars() {
+        if matches!(c, '\n' | '\r') {
+            (quoted, escaped, comment, space) = (false, false, false, true);
+            continue;
         }
+        if comment {
+            continue;
+        }
+        if c.is_whitespace() {
+            space = true;
+            continue;
+        }
+        if escaped {
+            escaped = false;
+        } else if c == '\\' && quoted {
+            escaped = true;
+        } else if c == '"' {
+            quoted = !quoted;
+        } else if c == '#' && !quoted {
+            comment = true;
+            continue;
+        }
+        if space && !out.is_empty() && !out.ends_with('(') && c != ')' && c != ',' {
+            out.push(' ');
+        }
+        space = false;
+        out.push(c);
     }
-    inside
+    out
 }
 
 struct Lower<'a> {

@@ -10,12 +10,13 @@
 //! That is exact for selectors of one kind (see `algebra`) and errs towards
 //! silence otherwise.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 use crate::ast::{Selector, SelectorKind};
-use crate::decision::{CauseKind, Decision, ItemKind, ItemRef, Origin};
+use crate::decision::{CauseKind, Decision, ItemKind, Origin};
 use crate::diag::{Code, Diagnostic};
-use crate::policy::{RuleKind, Scope};
+use crate::pattern::{Pattern, PatternSet};
+use crate::policy::{Policy, RuleKind, Scope};
 use crate::reference::applies;
 use crate::settings::Key;
 
@@ -106,7 +107,7 @@ type Pair<'a> = (&'a Selector, ItemKind, Known<'a>);
 /// Each selector of a `Defer`, `NoDefer` or `Hide` rule with each kind of item
 /// it can change: the known items it matches, or the rules that could cover
 /// it to reason about every possible item. `None` for other rules.
-fn pairs<'a>(w: &'a World<'_>, ri: usize) -> Option<Vec<Pair<'a>>> {
+fn pairs<'a>(w: &'a World<'_>, deciders: &Deciders, ri: usize) -> Option<Vec<Pair<'a>>> {
     let rule = &w.policy.rules[ri];
     if !matches!(
         rule.kind,
@@ -126,7 +127,7 @@ fn pairs<'a>(w: &'a World<'_>, ri: usize) -> Option<Vec<Pair<'a>>> {
                         let known = if w.knows(k) {
                             Known::Items(w.matched(ri, si, k))
                         } else {
-                            Known::Candidates(covering_candidates(w, s, k))
+                            Known::Candidates(deciders.candidates(s, k))
                         };
                         (s, k, known)
                     })
@@ -175,7 +176,9 @@ impl Decisions {
 /// policy of 10,000 rules over 50 modes and 50 bots take a minute.
 fn verdicts(w: &World<'_>) -> Vec<Verdict> {
     let rules = &w.policy.rules;
-    let pairs: Vec<Option<Vec<Pair<'_>>>> = (0..rules.len()).map(|ri| pairs(w, ri)).collect();
+    let deciders = Deciders::new(w.policy);
+    let pairs: Vec<Option<Vec<Pair<'_>>>> =
+        (0..rules.len()).map(|ri| pairs(w, &deciders, ri)).collect();
     let mut in_context: Vec<Vec<u32>> = vec![Vec::new(); w.contexts.len()];
     for (ri, p) in pairs.iter().enumerate() {
         if p.is_some() {
@@ -318,21 +321,69 @@ fn covered(
     None
 }
 
-/// The rules (in file order) that could have a selector covering `s`: a
-/// selector that covers `s` matches every name `s` matches, so in particular
-/// the text of `s` without its stars. The compiled table finds those with a
-/// few lookups, which keeps this lint linear in practice instead of comparing
-/// every rule with every other; `covers` then decides exactly.
-fn covering_candidates(w: &World<'_>, s: &Selector, kind: ItemKind) -> Vec<u32> {
-    let witness: String = s.pattern.chars().filter(|&c| c != '*').collect();
-    let source = (s.kind == SelectorKind::Source).then_some(witness.as_str());
-    w.table.matching_rules(&ItemRef {
-        kind,
-        name: &witness,
-        source,
-        defer_hint: false,
-        model_invocable: true,
-    })
+/// The rules that can decide an item before a `Defer`, `NoDefer` or `Hide`
+/// does when nothing is known about the items (guards, search tools, `Hide`,
+/// `NoDefer`), for finding the ones that could cover a selector.
+///
+/// A selector that covers `s` matches every name `s` matches, so in
+/// particular the text of `s` without its stars: these patterns find those
+/// with a few lookups instead of comparing every rule with every other, and
+/// `covers` then decides exactly. Each distinct (selector, rule kind, scope,
+/// condition) is recorded once, for its first rule in the file (the only one
+/// a finding names), so a rule repeated ten thousand times costs what one
+/// does rather than making every later lookup scan all the copies.
+struct Deciders {
+    tools: PatternSet<u32>,
+    skills: PatternSet<u32>,
+    sources: PatternSet<u32>,
+}
+
+impl Deciders {
+    fn new(policy: &Policy) -> Self {
+        let mut d = Deciders {
+            tools: PatternSet::default(),
+            skills: PatternSet::default(),
+            sources: PatternSet::default(),
+        };
+        let mut seen = HashSet::new();
+        for (ri, r) in policy.rules.iter().enumerate() {
+            if !matches!(
+                r.kind,
+                RuleKind::Guard | RuleKind::Search | RuleKind::Hide | RuleKind::NoDefer
+            ) {
+                continue;
+            }
+            for sel in &r.selectors {
+                if !seen.insert((sel.kind, sel.pattern.as_str(), r.kind, &r.scope, &r.when)) {
+                    continue;
+                }
+                let set = match sel.kind {
+                    SelectorKind::Tool => &mut d.tools,
+                    SelectorKind::Skill => &mut d.skills,
+                    SelectorKind::Source => &mut d.sources,
+                };
+                set.insert(&Pattern::new(&sel.pattern), ri as u32);
+            }
+        }
+        d
+    }
+
+    /// The rules (in file order) that could have a selector covering `s`
+    /// for items of `kind`.
+    fn candidates(&self, s: &Selector, kind: ItemKind) -> Vec<u32> {
+        let witness: String = s.pattern.chars().filter(|&c| c != '*').collect();
+        let mut out = Vec::new();
+        match kind {
+            ItemKind::Tool => self.tools.matches_into(&witness, &mut out),
+            ItemKind::Skill => self.skills.matches_into(&witness, &mut out),
+        }
+        if s.kind == SelectorKind::Source {
+            self.sources.matches_into(&witness, &mut out);
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
 }
 
 fn describe(w: &World<'_>, sh: Shadower) -> String {
