@@ -153,18 +153,27 @@ impl<'t> Lower<'t> {
     fn item_at(&mut self, start: usize) -> (Option<Item>, usize) {
         self.asked += 1;
         let text = self.text;
-        // Where the item ends if it is bad: recovery reads without failing
-        // wherever an item can start, and cheaply.
-        let recovered = match PolicyParser::parse(Rule::recovery_here, &text[start..]) {
-            Ok(mut pairs) => pairs.next().and_then(|entry| entry.into_inner().next()),
-            Err(_) => None,
-        };
-        let Some(recovered) = recovered else {
-            // Cannot happen; skip the rest of the line rather than stop.
-            return (None, next_line_end(text, start).max(start + 1));
+        // Where the item ends if it is bad: read by hand where that is plain
+        // (`fast::recovered_end`), else by the grammar's recovery, which reads
+        // without failing wherever an item can start.
+        let mut recovered = None;
+        let item_span = match fast::recovered_end(text, start) {
+            Some(end) => Span::new(start, end),
+            None => {
+                let found = PolicyParser::parse(Rule::recovery_here, &text[start..])
+                    .ok()
+                    .and_then(|mut pairs| pairs.next())
+                    .and_then(|entry| entry.into_inner().next());
+                let Some(pair) = found else {
+                    // Cannot happen; skip the rest of the line rather than stop.
+                    return (None, next_line_end(text, start).max(start + 1));
+                };
+                let s = pair.as_span();
+                recovered = Some(pair);
+                Span::new(start + s.start(), start + s.end())
+            }
         };
         let outer = std::mem::replace(&mut self.base, start);
-        let item_span = self.span(&recovered);
         let result = match self.read_lone(item_span) {
             Ok(pairs) => {
                 let mut item = None;
@@ -180,7 +189,9 @@ impl<'t> Lower<'t> {
             }
             Err(d) => {
                 self.diags.push(d);
-                self.recovered_bodies(recovered);
+                if let Some(pair) = recovered {
+                    self.recovered_bodies(pair);
+                }
                 (None, item_span.end)
             }
         };
@@ -192,6 +203,11 @@ impl<'t> Lower<'t> {
     /// where it ends.
     fn after_block_at(&mut self, start: usize) -> usize {
         self.asked += 1;
+        // The same `recovered` rule as a bad item: plain text is read by hand.
+        if let Some(end) = fast::recovered_end(self.text, start) {
+            self.after_block_error(start);
+            return end.max(start + 1);
+        }
         let Ok(mut pairs) = PolicyParser::parse(Rule::after_block_here, &self.text[start..]) else {
             return next_line_end(self.text, start).max(start + 1);
         };
@@ -205,6 +221,19 @@ impl<'t> Lower<'t> {
         }
         self.base = outer;
         end.max(start + 1).min(self.text.len())
+    }
+
+    fn after_block_error(&mut self, at: usize) {
+        let d = Diagnostic::new(
+            Code::Syntax,
+            Span::new(
+                at,
+                at + self.text[at..].chars().next().map_or(0, char::len_utf8),
+            ),
+            format!("expected the end of the line, found {}", self.found(at)),
+        )
+        .with_help("a block ends at its `}`; each statement goes on its own line");
+        self.diags.push(d);
     }
 
     fn stray_close(&mut self, at: Span) {
@@ -239,17 +268,7 @@ impl<'t> Lower<'t> {
                 None
             }
             Rule::after_block => {
-                let at = self.span(&p).start;
-                let d = Diagnostic::new(
-                    Code::Syntax,
-                    Span::new(
-                        at,
-                        at + self.text[at..].chars().next().map_or(0, char::len_utf8),
-                    ),
-                    format!("expected the end of the line, found {}", self.found(at)),
-                )
-                .with_help("a block ends at its `}`; each statement goes on its own line");
-                self.diags.push(d);
+                self.after_block_error(self.span(&p).start);
                 self.recovered_bodies(p);
                 None
             }
