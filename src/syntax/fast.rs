@@ -30,26 +30,27 @@ pub(super) fn read<'a>(text: &'a str, lower: &mut Lower<'a>) -> Vec<Item> {
 }
 
 /// Where the grammar's `recovered` rule, at `start`, would end, in the plain
-/// case of text without `#` or `"` and without a body in `{ }`: the rest of
-/// the line (up to a `}`), and when it opens a `(`, the following lines until
-/// one that starts an item (after blank and comment lines). `None` where the
-/// rule's finer points (a body in braces, a comment that hides a brace) could
-/// matter: pest reads those.
+/// case of text without `#` and without a body in `{ }` (recovery reads
+/// quotes as any other character): the rest of the line (up to a `}`), and
+/// when it opens a `(`, the following lines until one that starts an item
+/// (after blank and comment lines). `None` where the rule's finer points (a
+/// body in braces, a comment that hides a brace) could matter: pest reads
+/// those.
 ///
 /// The extent of every bad item is needed, and asking pest for it costs about
 /// a quarter of what reading a bad item costs. The differential tests hold
 /// this to the grammar.
 pub(super) fn recovered_end(text: &str, start: usize) -> Option<usize> {
     let s = text.as_bytes();
-    // `line_rest`: up to a line break or a brace; `None` where a `#` or `"`
-    // stands in it, or where a `{` opens a body after it.
+    // `line_rest`: up to a line break or a brace; `None` where a `#` stands
+    // in it (a comment may hide a brace), or where a `{` opens a body after it.
     let part_end = |from: usize| -> Option<usize> {
         let n = s[from..]
             .iter()
-            .position(|&b| is_break(b) || matches!(b, b'{' | b'}' | b'#' | b'"'))
+            .position(|&b| is_break(b) || matches!(b, b'{' | b'}' | b'#'))
             .map_or(s.len(), |n| from + n);
         match s.get(n) {
-            Some(b'#' | b'"' | b'{') => None,
+            Some(b'#' | b'{') => None,
             _ => Some(n),
         }
     };
