@@ -6,6 +6,7 @@ mod cli_runtime;
 mod cli_tools;
 mod conformance;
 mod diagnostics_doc;
+mod differential;
 mod fixtures;
 mod golden;
 mod policies;
