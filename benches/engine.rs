@@ -24,6 +24,8 @@ use toolpolicy::{
 };
 
 mod data;
+#[path = "data/hostile.rs"]
+mod hostile;
 
 /// Tools in the large registry, rules in the decide benches' policy.
 const LARGE: usize = 10_000;
@@ -522,7 +524,31 @@ fn replay(c: &mut Criterion, base: &[Tool]) {
     g.finish();
 }
 
+/// Line counts of the hostile shapes: linear cost means the second takes
+/// about ten times the first.
+const HOSTILE_LINES: [usize; 2] = [1_000, 10_000];
+/// Budget for checking any hostile shape of 10,000 lines.
+const HOSTILE_BUDGET_NS: f64 = 50e6;
+
+/// `policy check` (read, lint, render) on each hostile shape
+/// (`benches/data/hostile.rs`) at two sizes.
+fn pathological(c: &mut Criterion) {
+    let mut g = c.benchmark_group("check/pathological");
+    g.sample_size(10);
+    for lines in HOSTILE_LINES {
+        for (name, text) in hostile::shapes(lines) {
+            let id = format!("{name}/{lines}");
+            g.bench_function(id.as_str(), |b| {
+                ran(&format!("check/pathological/{id}"));
+                b.iter(|| black_box(hostile::check(name, &text)))
+            });
+        }
+    }
+    g.finish();
+}
+
 fn benches(c: &mut Criterion) {
+    pathological(c);
     let Some(fixtures) = data::fixtures() else {
         return;
     };
@@ -630,6 +656,7 @@ fn summary() {
         };
         println!("  {id:<24} {:>12}  {verdict}", human(*m));
     }
+    pathological_summary(&ran);
     let of = |id: &str| rows.iter().find(|r| r.0 == id).map(|r| r.1);
     if let Some(table) = of("decide/table/1000") {
         for other in ["decide/reference/1000", "decide/naive/1000"] {
@@ -639,6 +666,40 @@ fn summary() {
                 println!("  {other} / decide/table/1000 = {ratio:.0}x (budget 100x) {verdict}");
             }
         }
+    }
+}
+
+/// Each hostile shape at both sizes, the ratio (about 10 when linear) and
+/// the budget for the larger.
+fn pathological_summary(ran: &[String]) {
+    let [small, large] = HOSTILE_LINES;
+    let mut header = false;
+    for (name, _) in hostile::shapes(1) {
+        let id = |n: usize| format!("check/pathological/{name}/{n}");
+        if !ran.contains(&id(large)) {
+            continue;
+        }
+        let (Some(a), Some(b)) = (median(&id(small)), median(&id(large))) else {
+            continue;
+        };
+        if !header {
+            println!(
+                "\ncheck/pathological ({small} and {large} lines; budget {} at {large}):",
+                human(HOSTILE_BUDGET_NS)
+            );
+            header = true;
+        }
+        let verdict = if b <= HOSTILE_BUDGET_NS {
+            "met"
+        } else {
+            "MISSED"
+        };
+        println!(
+            "  {name:<20} {:>10} {:>10}  x{:<5.1} {verdict}",
+            human(a),
+            human(b),
+            b / a
+        );
     }
 }
 

@@ -184,9 +184,7 @@ pub struct SourceFile {
 impl SourceFile {
     pub fn new(name: impl Into<String>, text: impl Into<String>) -> Self {
         let text = text.into();
-        let line_starts = std::iter::once(0)
-            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
-            .collect();
+        let line_starts = line_starts(&text);
         SourceFile {
             name: name.into(),
             text,
@@ -217,16 +215,63 @@ impl SourceFile {
         let end = self
             .line_starts
             .get(line)
-            .map_or(self.text.len(), |&e| e.saturating_sub(1));
-        self.text
-            .get(start..end)
-            .unwrap_or("")
-            .trim_end_matches('\r')
+            .copied()
+            .unwrap_or(self.text.len());
+        let text = self.text.get(start..end).unwrap_or("");
+        let text = text.strip_suffix('\n').unwrap_or(text);
+        text.strip_suffix('\r').unwrap_or(text)
     }
 
     pub fn slice(&self, span: Span) -> &str {
         self.text.get(span.start..span.end).unwrap_or("")
     }
+}
+
+/// The length of the line break at byte `i`, if one starts there.
+///
+/// This is the one definition of a line break, the grammar's `NEWLINE`: `\n`,
+/// `\r\n`, or a lone `\r` (old Mac files, and what some editors still write).
+/// The line table and the formatter use it too, so that a position means the
+/// same line everywhere.
+pub fn line_break_len(bytes: &[u8], i: usize) -> Option<usize> {
+    match bytes.get(i)? {
+        b'\n' => Some(1),
+        b'\r' if bytes.get(i + 1) == Some(&b'\n') => Some(2),
+        b'\r' => Some(1),
+        _ => None,
+    }
+}
+
+/// The byte offset where each line starts, the first at 0.
+pub fn line_starts(text: &str) -> Vec<usize> {
+    let bytes = text.as_bytes();
+    let mut starts = vec![0];
+    let mut i = 0;
+    // Line breaks are ASCII, so a byte search finds them all.
+    while let Some(n) = bytes[i..].iter().position(|&b| b == b'\n' || b == b'\r') {
+        let at = i + n;
+        let len = line_break_len(bytes, at).unwrap_or(1);
+        i = at + len;
+        starts.push(i);
+    }
+    starts
+}
+
+/// The text with every line break written as `\n`, for code that reads lines.
+pub fn normalize_line_breaks(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains('\r') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('\r') {
+        out.push_str(&rest[..at]);
+        out.push('\n');
+        let skip = line_break_len(rest.as_bytes(), at).unwrap_or(1);
+        rest = &rest[at + skip..];
+    }
+    out.push_str(rest);
+    std::borrow::Cow::Owned(out)
 }
 
 /// Levenshtein distance, for "did you mean" suggestions.
@@ -289,6 +334,20 @@ mod tests {
         assert_eq!(f.line_col(8), (2, 4));
         assert_eq!(f.line_text(2), "çé x");
         assert_eq!(f.line_text(9), "");
+    }
+
+    #[test]
+    fn every_line_break_counts_once() {
+        // `\n`, `\r\n` and a lone `\r`: the grammar's NEWLINE.
+        let f = SourceFile::new("p", "a\rb\r\nc\nd");
+        assert_eq!(f.line_col(2), (2, 1));
+        assert_eq!(f.line_col(5), (3, 1));
+        assert_eq!(f.line_col(7), (4, 1));
+        assert_eq!(
+            (1..=4).map(|l| f.line_text(l)).collect::<Vec<_>>(),
+            ["a", "b", "c", "d"]
+        );
+        assert_eq!(normalize_line_breaks("a\rb\r\nc\nd"), "a\nb\nc\nd");
     }
 
     #[test]

@@ -56,6 +56,10 @@ pub fn format(name: &str, text: &str) -> Result<String, FormatError> {
             diagnostics,
         }));
     }
+    // The formatter reads lines, so it reads them with every line break the
+    // grammar knows (`\r\n` and a lone `\r` too) written as `\n`; the
+    // canonical form ends lines with `\n`.
+    let text = &*crate::diag::normalize_line_breaks(text);
     let (ast, _) = crate::syntax::parse(text);
     let formatted = Formatter::new(text).file(&ast);
     let unfaithful = |reason: String| FormatError::Unfaithful {

@@ -28,4 +28,6 @@ pub use policy::{LoadErrors, Policy};
 pub use registry::{Registry, Skill, SkillList, Tool};
 pub use runtime::{Engine, Plan, Session, SessionState};
 pub use syntax::parse;
+#[doc(hidden)]
+pub use syntax::parse_with_pest;
 pub use table::{Resolved, Table};

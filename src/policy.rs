@@ -211,6 +211,7 @@ impl Policy {
             rules: Vec::new(),
             settings: Vec::new(),
             blocks: Vec::new(),
+            block_at: HashMap::new(),
             seen_settings: HashMap::new(),
             diags: &mut diags,
         };
@@ -238,11 +239,28 @@ impl Policy {
         (policy, diags)
     }
 
-    /// The statement's source text with runs of white space folded to one space.
+    /// The statement's source text with runs of white space folded to one
+    /// space, cut after [`TEXT_OF_CHARS`] characters with `…`: messages quote
+    /// statements, and a rule of thousands of selectors must cost no more to
+    /// quote than a short one.
     pub fn text_of(&self, span: Span) -> String {
-        fold_whitespace(self.source.slice(span))
+        let text = self.source.slice(span);
+        // Folding never lengthens text, so this much of it is enough.
+        let mut cut = text.len().min(TEXT_OF_CHARS * 8);
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let folded = fold_whitespace(&text[..cut]);
+        match folded.char_indices().nth(TEXT_OF_CHARS) {
+            Some((at, _)) => format!("{}…", &folded[..at]),
+            None if cut < text.len() => format!("{folded}…"),
+            None => folded,
+        }
     }
 }
+
+/// The most characters [`Policy::text_of`] quotes of a statement.
+pub const TEXT_OF_CHARS: usize = 200;
 
 pub(crate) fn fold_whitespace(s: &str) -> String {
     // Comments inside a multi-line rule are dropped from its one-line form.
@@ -282,6 +300,8 @@ struct Lower<'a> {
     settings: Vec<Setting>,
     /// Mode and bot blocks seen so far, with their headers.
     blocks: Vec<(Scope, Span)>,
+    /// Each of `blocks` by scope, so that a duplicate is found in one lookup.
+    block_at: HashMap<Scope, Span>,
     seen_settings: HashMap<(Scope, Option<Condition>, Key), Span>,
     diags: &'a mut Vec<Diagnostic>,
 }
@@ -324,7 +344,7 @@ impl Lower<'_> {
                 );
             }
             BlockHead::Mode(_) | BlockHead::Bot(_) => {
-                if let Some((_, first)) = self.blocks.iter().find(|(s, _)| *s == scope) {
+                if let Some(first) = self.block_at.get(&scope) {
                     let at = self.location(*first);
                     self.diags.push(
                         Diagnostic::new(
@@ -336,6 +356,7 @@ impl Lower<'_> {
                     );
                 } else {
                     self.blocks.push((scope.clone(), b.head_span));
+                    self.block_at.insert(scope.clone(), b.head_span);
                     self.item_list(&b.items, &scope, None);
                 }
             }

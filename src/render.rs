@@ -38,10 +38,62 @@ pub fn to_json(file: &SourceFile, d: &Diagnostic) -> JsonDiagnostic {
     }
 }
 
+/// How many diagnostics of one file are rendered, in every format; the rest
+/// are counted in one closing line, so that a file with thousands of errors
+/// still gives output a person can read (and a small one).
+pub const MAX_RENDERED: usize = 100;
+
+/// The diagnostics that are rendered, at most [`MAX_RENDERED`].
+pub fn shown(diags: &[Diagnostic]) -> &[Diagnostic] {
+    &diags[..diags.len().min(MAX_RENDERED)]
+}
+
+/// The JSON of the diagnostics that are rendered.
+pub fn to_json_shown(file: &SourceFile, diags: &[Diagnostic]) -> Vec<JsonDiagnostic> {
+    shown(diags).iter().map(|d| to_json(file, d)).collect()
+}
+
+/// "and 4,812 more errors and 3 more warnings", for the diagnostics past
+/// [`MAX_RENDERED`], or `None` when every one was rendered.
+pub fn not_shown(diags: &[Diagnostic]) -> Option<String> {
+    let rest = diags.get(MAX_RENDERED..).filter(|r| !r.is_empty())?;
+    let errors = rest
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .count();
+    let warnings = rest.len() - errors;
+    let part = |n: usize, word: &str| {
+        format!(
+            "{} more {word}{}",
+            thousands(n),
+            if n == 1 { "" } else { "s" }
+        )
+    };
+    let parts: Vec<String> = [(errors, "error"), (warnings, "warning")]
+        .into_iter()
+        .filter(|&(n, _)| n > 0)
+        .map(|(n, w)| part(n, w))
+        .collect();
+    Some(format!("and {} not shown", parts.join(" and ")))
+}
+
+/// `4812` as `4,812`.
+pub fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// `file:line:col: severity[code]: message`, one line each.
 pub fn plain(file: &SourceFile, diags: &[Diagnostic]) -> String {
     let mut out = String::new();
-    for d in diags {
+    for d in shown(diags) {
         let (line, col) = file.line_col(d.span.start);
         let _ = write!(
             out,
@@ -55,6 +107,9 @@ pub fn plain(file: &SourceFile, diags: &[Diagnostic]) -> String {
             let _ = write!(out, " (help: {h})");
         }
         out.push('\n');
+    }
+    if let Some(rest) = not_shown(diags) {
+        let _ = writeln!(out, "{}: {rest}", file.name);
     }
     out
 }
@@ -73,12 +128,29 @@ impl Paint {
     }
 }
 
+/// The most characters of a source line shown under a diagnostic; a longer
+/// line is cut to a window around the caret.
+const LINE_WINDOW: usize = 120;
+
+/// The part of a line shown, as (text, columns cut from its start, whether
+/// its end was cut). `col` and `width` are the caret's, in characters.
+fn window(text: &str, col: usize, width: usize) -> (String, usize, bool) {
+    let len = text.chars().count();
+    if len <= LINE_WINDOW {
+        return (text.to_string(), 0, false);
+    }
+    let keep = LINE_WINDOW.saturating_sub(width.min(LINE_WINDOW / 2)) / 2;
+    let start = col.saturating_sub(1 + keep);
+    let shown: String = text.chars().skip(start).take(LINE_WINDOW).collect();
+    (shown, start, start + LINE_WINDOW < len)
+}
+
 /// rustc-like: the message, the location, the source line with a caret under the
 /// span, and the help line.
 pub fn human(file: &SourceFile, diags: &[Diagnostic], color: bool) -> String {
     let paint = Paint { on: color };
     let mut out = String::new();
-    for d in diags {
+    for d in shown(diags) {
         let (line, col) = file.line_col(d.span.start);
         let sev_color = match d.severity {
             Severity::Error => "1;31",
@@ -96,13 +168,6 @@ pub fn human(file: &SourceFile, diags: &[Diagnostic], color: bool) -> String {
             file.name
         );
         let text = file.line_text(line);
-        let _ = writeln!(out, "{pad} {bar}");
-        let _ = writeln!(
-            out,
-            "{} {bar} {}",
-            paint.wrap("1;34", &line.to_string()),
-            text.replace('\t', " ")
-        );
         // The caret covers the span on its first line (at least one column).
         let (end_line, end_col) = file.line_col(d.span.end);
         let width = if end_line == line && end_col > col {
@@ -112,10 +177,23 @@ pub fn human(file: &SourceFile, diags: &[Diagnostic], color: bool) -> String {
         } else {
             (text.chars().count() + 1).saturating_sub(col).max(1)
         };
+        let (text, cut, cut_end) = window(text, col, width);
+        let (lead, tail) = (
+            if cut > 0 { "…" } else { "" },
+            if cut_end { "…" } else { "" },
+        );
+        let _ = writeln!(out, "{pad} {bar}");
+        let _ = writeln!(
+            out,
+            "{} {bar} {lead}{}{tail}",
+            paint.wrap("1;34", &line.to_string()),
+            text.replace('\t', " ")
+        );
+        let width = width.min(LINE_WINDOW);
         let _ = writeln!(
             out,
             "{pad} {bar} {}{}",
-            " ".repeat(col - 1),
+            " ".repeat(col - 1 - cut + lead.chars().count()),
             paint.wrap(sev_color, &"^".repeat(width))
         );
         if let Some(h) = &d.help {
@@ -127,6 +205,13 @@ pub fn human(file: &SourceFile, diags: &[Diagnostic], color: bool) -> String {
             );
         }
         out.push('\n');
+    }
+    if let Some(rest) = not_shown(diags) {
+        let _ = writeln!(
+            out,
+            "{}\n",
+            paint.wrap("1", &format!("{}: {rest}", file.name))
+        );
     }
     out
 }

@@ -93,3 +93,16 @@ fn every_bundled_policy_is_canonical() {
         }
     }
 }
+
+#[test]
+fn every_line_break_of_the_grammar_is_a_line_break() {
+    // A lone `\r` ends a line for the parser, so it does for the formatter:
+    // the comment stays on `Defer(x)`'s line and `NoDefer(y)` gets its own.
+    for src in [
+        "Defer(x) # c\rNoDefer(y)\n",
+        "Defer(x) # c\r\nNoDefer(y)\r\n",
+        "Defer(x) # c\nNoDefer(y)",
+    ] {
+        assert_eq!(fmt(src), "Defer(x)  # c\nNoDefer(y)\n", "{src:?}");
+    }
+}

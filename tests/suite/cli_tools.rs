@@ -219,3 +219,57 @@ fn explain_notes_an_item_the_registry_lacks() {
         text(&out.stdout)
     );
 }
+
+/// A file with more errors than are rendered: every one is counted, the first
+/// `MAX_RENDERED` are shown, and one line says how many more there are.
+#[test]
+fn check_counts_errors_past_the_rendered_limit() {
+    let dir = scratch("many-errors");
+    let file = dir.0.join("many.policy");
+    let text: String = (0..1_234).map(|i| format!("Defer(a{i}\n")).collect();
+    std::fs::write(&file, text).expect("write");
+    let path = file.to_str().expect("utf-8 path");
+    let limit = toolpolicy::render::MAX_RENDERED;
+
+    let out = policy(&["check", path]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.matches("error[PL001]").count(), limit);
+    let rest = format!(
+        "and {} more errors not shown",
+        toolpolicy::render::thousands(1_234 - limit)
+    );
+    assert!(stdout.contains(&rest), "{stdout}");
+    assert!(stdout.contains("1234 errors"), "{stdout}");
+
+    let out = policy(&["check", path, "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(json["errors"], 1_234);
+    assert_eq!(json["omitted"], 1_234 - limit);
+    assert_eq!(json["diagnostics"].as_array().map(Vec::len), Some(limit));
+
+    let out = policy(&["check", path, "--format", "plain"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.lines().count(), limit + 1, "{stdout}");
+}
+
+/// A lone `\r` is a line break for the parser, so it is for `fmt` too: the
+/// file is reformatted with `\n`, not a crash.
+#[test]
+fn fmt_reads_a_lone_carriage_return_as_a_line_break() {
+    let dir = scratch("lone-cr");
+    let file = dir.0.join("cr.policy");
+    std::fs::write(&file, "Defer(x) # c\rNoDefer(y)\n").expect("write");
+    let path = file.to_str().expect("utf-8 path");
+    let out = policy(&["fmt", "--check", path]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let out = policy(&["fmt", path]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let formatted = std::fs::read_to_string(&file).expect("read");
+    assert_eq!(formatted, "Defer(x)  # c\nNoDefer(y)\n");
+    // Positions count the lone `\r` as a line break as well.
+    std::fs::write(&file, "Defer(x) # c\rDefr(y)\n").expect("write");
+    let out = policy(&["check", path, "--format", "plain"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("cr.policy:2:1: error[PL004]"), "{stdout}");
+}

@@ -41,7 +41,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         return Err(CliError::Usage("no `*.policy` files found".into()));
     }
     let mut all_json = Vec::new();
-    let (mut errors, mut warnings) = (0usize, 0usize);
+    let (mut errors, mut warnings, mut omitted) = (0usize, 0usize, 0usize);
     for path in &files {
         let bytes = common::read(path)?;
         let name = path.display().to_string();
@@ -74,11 +74,10 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         errors += file_errors;
         warnings += file_warnings;
         match args.format {
-            Format::Json => all_json.extend(
-                diags
-                    .iter()
-                    .map(|d| toolpolicy::render::to_json(&source, d)),
-            ),
+            Format::Json => {
+                all_json.extend(toolpolicy::render::to_json_shown(&source, &diags));
+                omitted += diags.len() - toolpolicy::render::shown(&diags).len();
+            }
             f => print!("{}", common::render(f, &source, &diags)),
         }
         if args.format == Format::Human && files.len() > 1 {
@@ -95,6 +94,8 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             "diagnostics": all_json,
             "errors": errors,
             "warnings": warnings,
+            // Diagnostics past the per-file limit: counted above, not listed.
+            "omitted": omitted,
         }))?,
         Format::Human => {
             let files_word = if files.len() == 1 { "file" } else { "files" };

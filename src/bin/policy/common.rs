@@ -85,13 +85,18 @@ pub fn load_policy(path: &Path, format: Format) -> Result<Policy, CliError> {
     let bytes = read(path)?;
     Policy::from_bytes(path.display().to_string(), &bytes).map_err(|e| {
         if format == Format::Json {
-            let diags: Vec<_> = e
-                .diagnostics
+            let all = &e.diagnostics;
+            let diags = toolpolicy::render::to_json_shown(&e.source, all);
+            let errors = all
                 .iter()
-                .map(|d| toolpolicy::render::to_json(&e.source, d))
-                .collect();
-            let errors = diags.iter().filter(|d| d.severity == "error").count();
-            let doc = serde_json::json!({"diagnostics": diags, "errors": errors, "warnings": diags.len() - errors});
+                .filter(|d| d.severity == toolpolicy::diag::Severity::Error)
+                .count();
+            let doc = serde_json::json!({
+                "diagnostics": diags,
+                "errors": errors,
+                "warnings": all.len() - errors,
+                "omitted": all.len() - diags.len(),
+            });
             println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
         } else {
             eprint!("{}", render(format, &e.source, &e.diagnostics));

@@ -94,11 +94,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                 reports.push(FileReport {
                     file: name,
                     status: Status::Invalid,
-                    diagnostics: e
-                        .diagnostics
-                        .iter()
-                        .map(|d| toolpolicy::render::to_json(&e.source, d))
-                        .collect(),
+                    diagnostics: toolpolicy::render::to_json_shown(&e.source, &e.diagnostics),
                 });
                 continue;
             }
