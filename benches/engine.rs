@@ -408,6 +408,19 @@ fn search(c: &mut Criterion, base: &[Tool]) {
         });
     }
     g.finish();
+
+    // What the first search in a context that hides tools adds: the index
+    // without them (one tool in ten hidden), built once per hidden set.
+    let mut g = c.benchmark_group("search");
+    g.sample_size(10);
+    let index = LazyCell::new(|| SearchIndex::new(&data::scaled(base, LARGE)));
+    g.bench_function(format!("without_hidden/{LARGE}"), |b| {
+        ran(&format!("search/without_hidden/{LARGE}"));
+        let index = &*index;
+        let hidden: Vec<u32> = (0..LARGE as u32).step_by(10).collect();
+        b.iter(|| black_box(index.without(&hidden)))
+    });
+    g.finish();
 }
 
 /// An engine over `n` tools grown from the fixtures and a generated policy
@@ -571,7 +584,7 @@ fn config() -> Criterion {
 criterion_group! {
     name = engine;
     config = config();
-    targets = benches
+    targets = benches, linear
 }
 /// The benches that ran in this process, for the summary.
 static RAN: Mutex<Vec<String>> = Mutex::new(Vec::new());
@@ -584,7 +597,7 @@ fn ran(id: &str) {
 }
 
 /// Every bench ID with its budget (median, nanoseconds), in README order.
-const BUDGETS: [(&str, Option<f64>); 14] = [
+const BUDGETS: [(&str, Option<f64>); 15] = [
     ("decide/table/1000", Some(50.0)),
     ("decide/unseen/1000", Some(5_000.0)),
     ("decide/reference/1000", None),
@@ -598,6 +611,7 @@ const BUDGETS: [(&str, Option<f64>); 14] = [
     ("plan/cached/10000", Some(20e3)),
     ("search/261", Some(50e3)),
     ("search/10000", Some(500e3)),
+    ("search/without_hidden/10000", None),
     ("replay/1000", None),
 ];
 
@@ -644,6 +658,7 @@ fn summary() {
         .filter(|(id, _)| ran.iter().any(|r| r == id))
         .filter_map(|&(id, budget)| Some((id, median(id)?, budget)))
         .collect();
+    pathological_summary(&ran);
     if rows.is_empty() {
         return;
     }
@@ -656,7 +671,6 @@ fn summary() {
         };
         println!("  {id:<24} {:>12}  {verdict}", human(*m));
     }
-    pathological_summary(&ran);
     let of = |id: &str| rows.iter().find(|r| r.0 == id).map(|r| r.1);
     if let Some(table) = of("decide/table/1000") {
         for other in ["decide/reference/1000", "decide/naive/1000"] {
@@ -707,4 +721,176 @@ fn main() {
     engine();
     Criterion::default().configure_from_args().final_summary();
     summary();
+}
+
+// Shapes that used to be quadratic or worse, each at the size that showed it
+// (docs/performance.md, "Linear in the input"). The commands' own shapes run
+// the built `policy` binary on generated files, as a user would.
+
+/// Generated input files for the command benches, removed at the end.
+struct Inputs(std::path::PathBuf);
+
+impl Inputs {
+    fn new() -> Inputs {
+        let dir = std::env::temp_dir().join(format!("toolpolicy-bench-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temporary folder");
+        Inputs(dir)
+    }
+
+    fn write(&self, name: &str, text: &str) -> String {
+        let path = self.0.join(name);
+        std::fs::write(&path, text).expect("temporary file");
+        path.to_string_lossy().into_owned()
+    }
+}
+
+impl Drop for Inputs {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Runs `policy ARGS...` with its output discarded; returns the exit code.
+fn run_policy(args: &[&str]) -> Option<i32> {
+    std::process::Command::new(env!("CARGO_BIN_EXE_policy"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("policy runs")
+        .code()
+}
+
+fn registry_json(registry: &Registry) -> String {
+    let tools: Vec<serde_json::Value> = registry
+        .tools()
+        .iter()
+        .map(|t| json!({"name": t.name, "description": t.description, "parameters": t.parameters, "source": t.source}))
+        .collect();
+    json!(tools).to_string()
+}
+
+fn linear(c: &mut Criterion) {
+    let Some(fixtures) = data::fixtures() else {
+        return;
+    };
+    let base = fixtures.tools;
+    let inputs = Inputs::new();
+    let mut g = c.benchmark_group("linear");
+    g.sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(5));
+
+    // `fmt --check` on 30,000 lines, every one of them reformatted.
+    let messy = LazyCell::new(|| {
+        let mut text = String::from("search ToolSearch\nmode agent {\n");
+        for i in 0..30_000 {
+            text += &format!("    nodefer( t{i},u{i} )\n");
+        }
+        inputs.write("messy.policy", &(text + "}\n"))
+    });
+    g.bench_function("fmt-check/30000", |b| {
+        let file = messy.as_str();
+        b.iter(|| assert_eq!(run_policy(&["fmt", "--check", file]), Some(1)))
+    });
+
+    // A registry whose one tool requires 100,000 parameters, loaded and planned.
+    let wide_tool = LazyCell::new(|| {
+        let props: serde_json::Map<String, serde_json::Value> = (0..100_000)
+            .map(|i| (format!("param_{i}"), json!({"type": "string"})))
+            .collect();
+        let required: Vec<&String> = props.keys().collect();
+        let schema = json!({"type": "object", "properties": props, "required": required});
+        json!([{"name": "wide", "description": "Wide.", "parameters": schema},
+               {"name": "ToolSearch", "description": "Finds tools."}])
+        .to_string()
+    });
+    g.bench_function("registry/100000-params", |b| {
+        let policy = Policy::parse("p.policy", "search ToolSearch\nDefer(*)\n").expect("loads");
+        b.iter(|| {
+            let registry = Registry::from_json(&wide_tool).expect("loads");
+            let engine = Engine::new(policy.clone(), registry, SkillList::default());
+            let session = engine.session(Context::default()).expect("context");
+            black_box(session.plan(&engine).expect("plan").deferred_len())
+        })
+    });
+
+    // The decision matrix as JSON: 50 modes by 10,000 tools, 10,000 rules.
+    let matrix = LazyCell::new(|| {
+        let registry = data::scaled(&base, LARGE);
+        let policy = data::wide_policy(registry.tools(), 10_000, 50, 0, 5);
+        (
+            inputs.write("matrix.policy", &policy),
+            inputs.write("large.json", &registry_json(&registry)),
+        )
+    });
+    g.bench_function("explain-matrix/50x10000", |b| {
+        let (p, r) = (&matrix.0, &matrix.1);
+        b.iter(|| {
+            let args = [
+                "explain",
+                "--policy",
+                p,
+                "--registry",
+                r,
+                "--format",
+                "json",
+            ];
+            assert_eq!(run_policy(&args), Some(0))
+        })
+    });
+
+    // Every lint with a registry: 10,000 rules, 50 modes, 50 bots, 1,000
+    // tools (the 10,000-tool figure in docs/performance.md comes from
+    // `policy check` on the same shape: ten samples of it take minutes).
+    let wide = LazyCell::new(|| {
+        let registry = data::scaled(&base, 1_000);
+        let text = data::wide_policy(registry.tools(), 10_000, 50, 50, 6);
+        (Policy::parse("wide.policy", text).expect("loads"), registry)
+    });
+    g.bench_function("check-registry/10000x1000", |b| {
+        let (policy, registry) = &*wide;
+        b.iter(|| black_box(toolpolicy::lint::lint(policy, Some(registry), None)))
+    });
+
+    // `policy test` with 20,000 cases.
+    let cases = LazyCell::new(|| {
+        let p = inputs.write("cases.policy", "search find\nDefer(*)\nNoDefer(t1*)\n");
+        let mut text = format!("policy = \"{p}\"\n");
+        for i in 0..20_000 {
+            let expect = if i.to_string().starts_with('1') {
+                "active"
+            } else {
+                "deferred"
+            };
+            text += &format!("[[case]]\nitem = \"t{i}\"\nexpect = \"{expect}\"\n\n");
+        }
+        inputs.write("cases.test.toml", &text)
+    });
+    g.bench_function("test/20000", |b| {
+        let file = cases.as_str();
+        b.iter(|| assert_eq!(run_policy(&["test", file]), Some(0)))
+    });
+
+    // A session resumed with evidence for 10,000 tools, then planned and its
+    // deferred tools listed.
+    let resumed = LazyCell::new(|| {
+        let registry = data::scaled(&base, LARGE);
+        let names: Vec<String> = registry.tools().iter().map(|t| t.name.clone()).collect();
+        let policy = Policy::parse("p.policy", "Defer(*)\nmax_activations = 3\n").expect("loads");
+        (Engine::new(policy, registry, SkillList::default()), names)
+    });
+    g.bench_function("resume/10000", |b| {
+        let (engine, names) = &*resumed;
+        b.iter(|| {
+            let state = toolpolicy::SessionState {
+                context: Context::default(),
+                evidence: names.clone(),
+            };
+            let session = engine.resume(state).expect("resumes");
+            let plan = session.plan(engine).expect("plan");
+            black_box(plan.deferred().count())
+        })
+    });
+    g.finish();
 }

@@ -220,27 +220,41 @@ impl fmt::Display for ContextError {
 impl std::error::Error for ContextError {}
 
 /// The check every context goes through: a mode the policy does not declare is
-/// an error naming the closest declared modes (unless it declares none).
+/// an error naming the closest declared modes (unless it declares none). A
+/// missing mode is the same error: rules inside mode blocks may hide what the
+/// top level exposes, so "the top level only" would fail open (SPEC 2.3).
 pub fn check_mode(modes: &[String], mode: Option<&str>) -> Result<(), ContextError> {
-    let Some(mode) = mode else { return Ok(()) };
-    if modes.is_empty() || modes.iter().any(|m| m == mode) {
+    if modes.is_empty() || mode.is_some_and(|mode| modes.iter().any(|m| m == mode)) {
         return Ok(());
     }
     let declared: Vec<String> = modes.iter().map(|m| format!("`{m}`")).collect();
-    let help = crate::diag::did_you_mean(mode, modes.iter().map(String::as_str))
-        .unwrap_or_else(|| format!("the policy declares {}", declared.join(", ")));
+    let declared = format!("the policy declares {}", declared.join(", "));
+    let Some(mode) = mode else {
+        return Err(ContextError {
+            message: "the context names no mode".into(),
+            help: Some(format!("{declared}; every context needs one of them")),
+        });
+    };
+    let help =
+        crate::diag::did_you_mean(mode, modes.iter().map(String::as_str)).unwrap_or(declared);
     Err(ContextError {
         message: format!("the policy declares no mode `{mode}`"),
         help: Some(help),
     })
 }
 
-/// Runtime grants split into selector kind and pattern text.
+/// Runtime grants split into selector kind and pattern text. The prefixes
+/// are read in any case, as the policy language reads them.
 pub(crate) fn split_selector(s: &str) -> (crate::ast::SelectorKind, &str) {
     use crate::ast::SelectorKind;
-    if let Some(p) = s.strip_prefix("skill:") {
+    let strip = |prefix: &str| {
+        s.get(..prefix.len())
+            .filter(|p| p.eq_ignore_ascii_case(prefix))
+            .map(|_| &s[prefix.len()..])
+    };
+    if let Some(p) = strip("skill:") {
         (SelectorKind::Skill, p)
-    } else if let Some(p) = s.strip_prefix("source:") {
+    } else if let Some(p) = strip("source:") {
         (SelectorKind::Source, p)
     } else {
         (SelectorKind::Tool, s)

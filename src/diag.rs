@@ -53,6 +53,8 @@ pub enum Code {
     EmptyRule,
     /// An empty pattern: `Defer("")`.
     EmptyPattern,
+    /// `bot "*"`: a bot named `*`, indistinguishable from `bot *`.
+    QuotedAnyBot,
     /// Deferred tools with no search tool to find them.
     Undiscoverable,
     /// Every item the rule matches is decided by a rule of higher precedence.
@@ -73,10 +75,16 @@ pub enum Code {
     TokenBudget,
     /// `Defer` or `NoDefer` naming skills, which are never deferred.
     NoEffectOnSkill,
+    /// Registry or skill names that differ only by case or Unicode form.
+    LookAlikeName,
+    /// A tool name OpenAI and Anthropic reject, sent to them under another.
+    ProviderName,
+    /// A `search` wildcard that makes ordinary registry tools search tools.
+    SearchCapturesTools,
 }
 
 impl Code {
-    pub const ALL: [Code; 23] = [
+    pub const ALL: [Code; 27] = [
         Code::Syntax,
         Code::UnclosedBlock,
         Code::StrayClose,
@@ -90,6 +98,7 @@ impl Code {
         Code::NestedRule,
         Code::EmptyRule,
         Code::EmptyPattern,
+        Code::QuotedAnyBot,
         Code::Undiscoverable,
         Code::Shadowed,
         Code::Redundant,
@@ -100,6 +109,9 @@ impl Code {
         Code::CatalogOverflow,
         Code::TokenBudget,
         Code::NoEffectOnSkill,
+        Code::LookAlikeName,
+        Code::ProviderName,
+        Code::SearchCapturesTools,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -117,6 +129,7 @@ impl Code {
             Code::NestedRule => "PL011",
             Code::EmptyRule => "PL012",
             Code::EmptyPattern => "PL013",
+            Code::QuotedAnyBot => "PL020",
             Code::Undiscoverable => "PL101",
             Code::Shadowed => "PL102",
             Code::Redundant => "PL103",
@@ -127,6 +140,9 @@ impl Code {
             Code::CatalogOverflow => "PL108",
             Code::TokenBudget => "PL109",
             Code::NoEffectOnSkill => "PL110",
+            Code::LookAlikeName => "PL115",
+            Code::ProviderName => "PL116",
+            Code::SearchCapturesTools => "PL120",
         }
     }
 
@@ -182,8 +198,12 @@ pub struct SourceFile {
 }
 
 impl SourceFile {
+    /// A leading byte-order mark is dropped here, where policy text becomes a
+    /// source, so that every position counts from the first visible character.
     pub fn new(name: impl Into<String>, text: impl Into<String>) -> Self {
-        let text = text.into();
+        let mut text = text.into();
+        let bom = text.len() - crate::input::strip_bom(&text).len();
+        text.drain(..bom);
         let line_starts = line_starts(&text);
         SourceFile {
             name: name.into(),
@@ -276,28 +296,67 @@ pub fn normalize_line_breaks(text: &str) -> std::borrow::Cow<'_, str> {
 
 /// Levenshtein distance, for "did you mean" suggestions.
 pub fn edit_distance(a: &str, b: &str) -> usize {
+    // Names are short and mostly ASCII: compare bytes without collecting
+    // characters, since a file with thousands of unknown words asks this for
+    // each against every candidate.
+    distance_within(a, b, usize::MAX).unwrap_or(usize::MAX)
+}
+
+/// [`edit_distance`], or `None` as soon as it is known to exceed `limit`.
+fn distance_within(a: &str, b: &str, limit: usize) -> Option<usize> {
+    if a.is_ascii() && b.is_ascii() {
+        return levenshtein(a.as_bytes(), b.as_bytes(), limit);
+    }
+    let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0; b.len() + 1];
-    for (i, ca) in a.chars().enumerate() {
+    levenshtein(&a, &b, limit)
+}
+
+fn levenshtein<T: PartialEq>(a: &[T], b: &[T], limit: usize) -> Option<usize> {
+    const SHORT: usize = 64;
+    let (mut prev_buf, mut cur_buf) = ([0usize; SHORT + 1], [0usize; SHORT + 1]);
+    let (mut prev_vec, mut cur_vec);
+    let (mut prev, mut cur): (&mut [usize], &mut [usize]) = if b.len() <= SHORT {
+        (&mut prev_buf[..=b.len()], &mut cur_buf[..=b.len()])
+    } else {
+        prev_vec = vec![0; b.len() + 1];
+        cur_vec = vec![0; b.len() + 1];
+        (&mut prev_vec, &mut cur_vec)
+    };
+    for (j, p) in prev.iter_mut().enumerate() {
+        *p = j;
+    }
+    for (i, ca) in a.iter().enumerate() {
         cur[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
+        for (j, cb) in b.iter().enumerate() {
             let cost = usize::from(ca != cb);
             cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
         }
+        // A row's smallest entry never decreases in later rows.
+        if cur.iter().min().is_some_and(|&m| m > limit) {
+            return None;
+        }
         std::mem::swap(&mut prev, &mut cur);
     }
-    prev[b.len()]
+    Some(prev[b.len()]).filter(|&d| d <= limit)
 }
 
 /// The candidates closest to `input` (case-insensitively), best first, if any is close.
 pub fn closest<'a>(input: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
     let lower = input.to_lowercase();
+    let len = lower.chars().count();
     let limit = (input.chars().count() / 3).max(2);
+    // Lengths further apart than the limit are further apart in edits too:
+    // most candidates are ruled out without the quadratic distance.
     let mut scored: Vec<(usize, &str)> = candidates
         .into_iter()
-        .map(|c| (edit_distance(&lower, &c.to_lowercase()), c))
-        .filter(|&(d, _)| d <= limit)
+        .filter_map(|c| {
+            let c_lower = c.to_lowercase();
+            if c_lower.chars().count().abs_diff(len) > limit {
+                return None;
+            }
+            distance_within(&lower, &c_lower, limit).map(|d| (d, c))
+        })
         .collect();
     scored.sort_by_key(|&(d, c)| (d, c));
     let best = scored.first().map(|&(d, _)| d);

@@ -8,6 +8,7 @@ use crate::ast::{Selector, SelectorKind};
 use crate::decision::{CauseKind, Context, ContextError, Exposure, ItemKind, ItemRef, Origin};
 use crate::policy::{Policy, Rule, RuleKind, Scope};
 use crate::reference::{applies, glob};
+use crate::registry::Registry;
 use crate::settings::Key;
 use crate::table::Table;
 
@@ -85,6 +86,36 @@ pub struct Explanation {
     pub settings: Vec<SettingInEffect>,
     /// What would change the decision, in words.
     pub change: Vec<String>,
+    /// Why an item decided active is still not declared by the plan, when
+    /// the registry shows it (see [`note_plan`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_declared: Option<String>,
+}
+
+/// Fills in [`Explanation::not_declared`] from the registry, so that explain
+/// and the plan agree. A search tool is decided active but declared only while
+/// something is deferred (SPEC 3.2); whether anything is depends on the
+/// registry, which the decision alone does not see.
+pub fn note_plan(
+    e: &mut Explanation,
+    table: &Table,
+    registry: &Registry,
+) -> Result<(), ContextError> {
+    if e.cause.kind != CauseKind::Search {
+        return Ok(());
+    }
+    let resolved = table.resolve(&e.context)?;
+    let deferring = registry
+        .tools()
+        .iter()
+        .any(|t| table.decide(&resolved, &ItemRef::from_tool(t)).exposure == Exposure::Deferred);
+    if !deferring {
+        e.not_declared = Some(
+            "nothing in the registry is deferred in this context, and a search tool is declared only while something is"
+                .into(),
+        );
+    }
+    Ok(())
 }
 
 pub fn rule_ref(policy: &Policy, span: crate::ast::Span) -> RuleRef {
@@ -285,6 +316,7 @@ pub fn explain(
         candidates,
         settings,
         change,
+        not_declared: None,
     })
 }
 

@@ -46,8 +46,14 @@ impl fmt::Display for FormatError {
 
 impl std::error::Error for FormatError {}
 
-/// The canonical text of a policy; `name` is used in diagnostics only.
+/// The canonical text of a policy; `name` is used in diagnostics only. A
+/// leading byte-order mark is kept: it is the file's encoding, not its form.
 pub fn format(name: &str, text: &str) -> Result<String, FormatError> {
+    let (bom, text) = crate::input::split_bom(text);
+    format_text(name, text).map(|formatted| format!("{bom}{formatted}"))
+}
+
+fn format_text(name: &str, text: &str) -> Result<String, FormatError> {
     let source = SourceFile::new(name, text);
     let (original, diagnostics) = Policy::parse_with_diagnostics(source.clone());
     if diagnostics.iter().any(|d| d.severity == Severity::Error) {
@@ -503,7 +509,7 @@ pub fn selector(s: &Selector) -> String {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "_-./:*".contains(c));
     let looks_prefixed = s.kind == SelectorKind::Tool
-        && (s.pattern.starts_with("skill:") || s.pattern.starts_with("source:"));
+        && crate::decision::split_selector(&s.pattern).0 != SelectorKind::Tool;
     let pattern = if bare_chars && !looks_prefixed {
         s.pattern.clone()
     } else {

@@ -5,10 +5,12 @@
 //! → compiled [`table`] → [`decision`]s → per-turn plans (`runtime`).
 
 pub mod ast;
+pub mod chars;
 pub mod decision;
 pub mod diag;
 pub mod explain;
 pub mod format;
+pub mod input;
 pub mod lint;
 pub mod pattern;
 pub mod policy;

@@ -18,19 +18,26 @@
 //! | PL108 | deferred tools the catalog has no room for | registry |
 //! | PL109 | a first turn over `--max-tokens` | registry |
 //! | PL110 | `Defer` or `NoDefer` naming skills, which are never deferred | |
+//!
+//! [`registry`] reports on the registry itself, whatever the policy: names
+//! that read alike (PL115, also a load warning) and names OpenAI and Anthropic
+//! reject (PL116).
+//! | PL120 | a `search` wildcard that makes several registry tools search tools | registry |
 
 mod algebra;
 mod budget;
 mod guards;
 mod names;
 mod redundant;
+mod search_capture;
 mod shadow;
 mod world;
 
 use crate::ast::{SelectorKind, Span};
 use crate::diag::{Code, Diagnostic};
 use crate::policy::{Policy, RuleKind};
-use crate::registry::{Registry, SkillList};
+use crate::registry::{LoadWarning, Registry, SkillList};
+use crate::runtime::{ProviderNames, is_valid_provider_name};
 
 pub use algebra::{overlap, subsumes};
 
@@ -77,6 +84,7 @@ pub fn lint_with(policy: &Policy, options: &Options<'_>) -> Vec<Diagnostic> {
         .collect();
     shadow::check(&world, &skip, &mut out);
     names::check(&world, &mut out);
+    search_capture::check(&world, &mut out);
     if let Some(registry) = options.registry {
         budget::check(
             policy,
@@ -88,6 +96,50 @@ pub fn lint_with(policy: &Policy, options: &Options<'_>) -> Vec<Diagnostic> {
     }
     out.sort_by_key(|d| (d.span.start, d.code));
     out
+}
+
+/// Findings about a registry whatever the policy, in registry order: its load
+/// warnings, and every tool whose name OpenAI or Anthropic would reject,
+/// with the name they are sent it under (SPEC 3.1 "Provider names").
+pub fn registry(registry: &Registry) -> Vec<LoadWarning> {
+    let names = ProviderNames::new(registry);
+    let mut out: Vec<(usize, LoadWarning)> = registry
+        .tools()
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| !t.is_server_tool() && !is_valid_provider_name(&t.name))
+        .map(|(i, t)| {
+            let sent = names.sent(&t.name);
+            let shown = crate::chars::escape_name(&t.name);
+            let warning = LoadWarning {
+                code: Code::ProviderName,
+                path: format!("tools[{i}].name"),
+                message: format!(
+                    "OpenAI and Anthropic reject the tool name `{shown}`: it is sent to them as `{sent}`"
+                ),
+                help: Some(format!(
+                    "their calls name it `{sent}` (`ProviderNames::registry_name` maps it back); a name matching `^[a-zA-Z0-9_-]{{1,64}}$` is sent as it is"
+                )),
+            };
+            (i, warning)
+        })
+        .collect();
+    out.extend(
+        registry
+            .warnings()
+            .iter()
+            .map(|w| (entry_index(&w.path), w.clone())),
+    );
+    out.sort_by_key(|(i, _)| *i);
+    out.into_iter().map(|(_, w)| w).collect()
+}
+
+/// `3` for `tools[3].name`.
+fn entry_index(path: &str) -> usize {
+    path.split(['[', ']'])
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(usize::MAX)
 }
 
 /// `?`, `[`, `]`, `{`, `}` are literal in this language; someone who wrote them

@@ -183,6 +183,7 @@ impl Policy {
     /// Reads a policy from bytes, saying so when they are not UTF-8.
     pub fn from_bytes(name: impl Into<String>, bytes: &[u8]) -> Result<Policy, LoadErrors> {
         let name = name.into();
+        let bytes = crate::input::strip_bom_bytes(bytes);
         match std::str::from_utf8(bytes) {
             Ok(text) => Self::parse(name, text),
             Err(e) => {
@@ -262,36 +263,42 @@ impl Policy {
 /// The most characters [`Policy::text_of`] quotes of a statement.
 pub const TEXT_OF_CHARS: usize = 200;
 
+/// One line of a statement: comments dropped (a `#` outside quotes runs to
+/// the end of its line), runs of white space and line breaks as one space,
+/// none just inside `( )` or before `,`. One pass: messages quote statements
+/// by the thousand.
 pub(crate) fn fold_whitespace(s: &str) -> String {
-    // Comments inside a multi-line rule are dropped from its one-line form.
-    let without_comments: Vec<&str> = s
-        .lines()
-        .map(|l| match l.find('#') {
-            Some(i) if !in_quotes(l, i) => &l[..i],
-            _ => l,
-        })
-        .collect();
-    let mut out = without_comments
-        .join(" ")
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
-    out = out.replace("( ", "(").replace(" )", ")").replace(" ,", ",");
-    out
-}
-
-fn in_quotes(line: &str, at: usize) -> bool {
-    let mut inside = false;
-    let mut escaped = false;
-    for c in line[..at].chars() {
-        match (escaped, c) {
-            (true, _) => escaped = false,
-            (false, '\\') if inside => escaped = true,
-            (false, '"') => inside = !inside,
-            _ => {}
+    let mut out = String::with_capacity(s.len());
+    let (mut quoted, mut escaped, mut comment, mut space) = (false, false, false, false);
+    for c in s.chars() {
+        if matches!(c, '\n' | '\r') {
+            (quoted, escaped, comment, space) = (false, false, false, true);
+            continue;
         }
+        if comment {
+            continue;
+        }
+        if c.is_whitespace() {
+            space = true;
+            continue;
+        }
+        if escaped {
+            escaped = false;
+        } else if c == '\\' && quoted {
+            escaped = true;
+        } else if c == '"' {
+            quoted = !quoted;
+        } else if c == '#' && !quoted {
+            comment = true;
+            continue;
+        }
+        if space && !out.is_empty() && !out.ends_with('(') && c != ')' && c != ',' {
+            out.push(' ');
+        }
+        space = false;
+        out.push(c);
     }
-    inside
+    out
 }
 
 struct Lower<'a> {
@@ -326,6 +333,21 @@ impl Lower<'_> {
     }
 
     fn block(&mut self, b: &ast::Block, outer: &Scope, when: Option<&Condition>) {
+        // `bot "*"` would name a bot called `*`, shown exactly like `bot *`:
+        // whichever the author meant, the two read the same, so it is refused.
+        if let BlockHead::Bot(Some(name)) = &b.head
+            && name == "*"
+        {
+            self.diags.push(
+                Diagnostic::new(
+                    Code::QuotedAnyBot,
+                    b.head_span,
+                    "a bot cannot be named `*`: `bot \"*\"` would read as `bot *`, every bot",
+                )
+                .with_help("for rules that apply to every bot, write `bot *` without quotes"),
+            );
+            return;
+        }
         let scope = match &b.head {
             BlockHead::Mode(name) => Scope::Mode(name.clone()),
             BlockHead::Bot(Some(name)) => Scope::Bot(name.clone()),

@@ -151,7 +151,8 @@ fn failed_grant(policy: &Policy, ctx: &Context, item: &ItemRef<'_>) -> Option<Op
                 }
             })
             .collect();
-        if sels.iter().any(restricts) && !sels.iter().any(|s| selector_matches(s, item)) {
+        let restricting = sels.is_empty() || sels.iter().any(restricts);
+        if restricting && !sels.iter().any(|s| selector_matches(s, item)) {
             return Some(None);
         }
     }

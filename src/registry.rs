@@ -5,13 +5,17 @@
 //! keeps the order it was given. Every bad entry is reported by its path
 //! (`tools[3].name`), never by a panic.
 
-use std::collections::HashMap;
+mod names;
+
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use serde_json::{Map, Value};
 
+use crate::diag::Code;
+
 /// One tool definition, normalised from whatever shape it arrived in.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Tool {
     pub name: String,
     pub description: String,
@@ -21,6 +25,11 @@ pub struct Tool {
     pub source: Option<String>,
     /// The registry's own hint that the tool should be deferred (SPEC 2.3 line 7).
     pub defer_loading: bool,
+    /// The entry's fields the engine does not read (`cache_control`, `strict`,
+    /// `annotations`...), kept verbatim so that a provider request carries them
+    /// (SPEC 3.1). A `type` here other than `function` or `custom` makes the
+    /// entry a provider's own server tool, see [`Tool::is_server_tool`].
+    pub extra: Map<String, Value>,
 }
 
 impl Tool {
@@ -36,12 +45,22 @@ impl Tool {
         Value::Object(map)
     }
 
+    /// A provider's own tool (Anthropic `web_search_20250305`,
+    /// `code_execution_*`...): its entry is passed to the provider untouched,
+    /// never rewritten as a function with an empty schema.
+    pub fn is_server_tool(&self) -> bool {
+        self.extra.contains_key("type")
+    }
+
     /// Parameter names from the schema's top-level `properties`, with whether each is required.
     pub fn parameter_names(&self) -> Vec<(&str, bool)> {
         let Some(props) = self.parameters.get("properties").and_then(Value::as_object) else {
             return Vec::new();
         };
-        let required: Vec<&str> = self
+        // A set, not a list: a registry from a server we do not control may
+        // require 100,000 properties, and a lookup per property in a list of
+        // them took 14 s.
+        let required: HashSet<&str> = self
             .parameters
             .get("required")
             .and_then(Value::as_array)
@@ -86,6 +105,23 @@ impl fmt::Display for LoadError {
 
 impl std::error::Error for LoadError {}
 
+/// An entry that loads but that its author should know about (SPEC 3.1:
+/// names that read alike). Commands print these; `policy check` counts them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadWarning {
+    pub code: Code,
+    /// A path into the document such as `tools[3].name`.
+    pub path: String,
+    pub message: String,
+    pub help: Option<String>,
+}
+
+impl fmt::Display for LoadWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "`{}`: {}", self.path, self.message)
+    }
+}
+
 fn err(path: impl Into<String>, message: impl Into<String>) -> LoadError {
     LoadError {
         path: path.into(),
@@ -98,6 +134,7 @@ fn err(path: impl Into<String>, message: impl Into<String>) -> LoadError {
 struct Indexed<T> {
     items: Vec<T>,
     by_name: HashMap<String, usize>,
+    warnings: Vec<LoadWarning>,
 }
 
 impl<T> Default for Indexed<T> {
@@ -105,6 +142,7 @@ impl<T> Default for Indexed<T> {
         Indexed {
             items: Vec::new(),
             by_name: HashMap::new(),
+            warnings: Vec::new(),
         }
     }
 }
@@ -113,6 +151,9 @@ impl<T> Indexed<T> {
     fn build(items: Vec<T>, name: impl Fn(&T) -> &str, what: &str) -> Result<Self, LoadError> {
         let mut by_name = HashMap::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
+            if let Some(why) = names::unreadable(name(item)) {
+                return Err(err(format!("{what}[{i}].name"), why));
+            }
             if let Some(first) = by_name.insert(name(item).to_string(), i) {
                 return Err(err(
                     format!("{what}[{i}].name"),
@@ -120,7 +161,12 @@ impl<T> Indexed<T> {
                 ));
             }
         }
-        Ok(Indexed { items, by_name })
+        let warnings = names::look_alikes(items.iter().map(&name), what);
+        Ok(Indexed {
+            items,
+            by_name,
+            warnings,
+        })
     }
 }
 
@@ -140,8 +186,8 @@ impl Registry {
 
     /// Reads a registry document: an array of tools, or an object with a `tools` array.
     pub fn from_json(text: &str) -> Result<Self, LoadError> {
-        let doc: Value =
-            serde_json::from_str(text).map_err(|e| err("", format!("not valid JSON: {e}")))?;
+        let doc: Value = serde_json::from_str(crate::input::strip_bom(text))
+            .map_err(|e| err("", format!("not valid JSON: {e}")))?;
         let entries = match &doc {
             Value::Array(a) => a,
             Value::Object(o) => match o.get("tools") {
@@ -173,6 +219,11 @@ impl Registry {
         &self.tools.items
     }
 
+    /// What loaded but reads badly: names that differ only by case or Unicode form.
+    pub fn warnings(&self) -> &[LoadWarning] {
+        &self.tools.warnings
+    }
+
     pub fn len(&self) -> usize {
         self.tools.items.len()
     }
@@ -199,16 +250,16 @@ pub struct SkillList {
 
 impl SkillList {
     pub fn new(skills: Vec<Skill>) -> Result<Self, LoadError> {
-        Ok(SkillList {
-            skills: Indexed::build(skills, |s| &s.name, "skills")?,
-        })
+        let skills = Indexed::build(skills, |s| &s.name, "skills")?;
+        check_keys(&skills)?;
+        Ok(SkillList { skills })
     }
 
     /// Reads a JSON array of `{name, key?, description, source?, model_invocable?}`,
     /// optionally under a `skills` key.
     pub fn from_json(text: &str) -> Result<Self, LoadError> {
-        let doc: Value =
-            serde_json::from_str(text).map_err(|e| err("", format!("not valid JSON: {e}")))?;
+        let doc: Value = serde_json::from_str(crate::input::strip_bom(text))
+            .map_err(|e| err("", format!("not valid JSON: {e}")))?;
         let entries = match &doc {
             Value::Array(a) => a,
             Value::Object(o) => match o.get("skills") {
@@ -238,6 +289,11 @@ impl SkillList {
         &self.skills.items
     }
 
+    /// What loaded but reads badly: names that differ only by case or Unicode form.
+    pub fn warnings(&self) -> &[LoadWarning] {
+        &self.skills.warnings
+    }
+
     pub fn len(&self) -> usize {
         self.skills.items.len()
     }
@@ -260,6 +316,40 @@ impl SkillList {
             .iter()
             .find(|s| s.key.as_deref() == Some(key))
     }
+}
+
+/// A key must pick one skill whatever the context: a key that is another
+/// skill's name resolves to that skill or to its own depending on which is
+/// listed (SPEC 3.3 `resolve_skill`), and a key shared by two skills resolves
+/// by listing order. Both are refused, naming the two entries.
+fn check_keys(skills: &Indexed<Skill>) -> Result<(), LoadError> {
+    let mut keys: HashMap<&str, usize> = HashMap::new();
+    for (i, skill) in skills.items.iter().enumerate() {
+        let Some(key) = skill.key.as_deref() else {
+            continue;
+        };
+        let at = format!("skills[{i}].key");
+        if let Some(&j) = skills.by_name.get(key)
+            && j != i
+        {
+            return Err(err(
+                at,
+                format!(
+                    "`{key}` is also the name of skills[{j}]; a key must not be another skill's name"
+                ),
+            ));
+        }
+        if let Some(j) = keys.insert(key, i) {
+            return Err(err(
+                at,
+                format!(
+                    "`{key}` is also the key of skills[{j}] (`{}`); each key must pick one skill",
+                    skills.items[j].name
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn required_str(o: &Map<String, Value>, at: &str, field: &str) -> Result<String, LoadError> {
@@ -372,7 +462,43 @@ fn parse_tool(i: usize, v: &Value) -> Result<Tool, LoadError> {
         parameters,
         source,
         defer_loading,
+        extra: extra_fields(outer, o),
     })
+}
+
+/// Fields the engine reads; everything else an entry carries is kept in
+/// [`Tool::extra`].
+const READ_FIELDS: [&str; 7] = [
+    "name",
+    "description",
+    "parameters",
+    "input_schema",
+    "inputSchema",
+    "source",
+    "defer_loading",
+];
+
+/// The entry's fields beyond those the engine reads, from the wrapper and (for
+/// OpenAI's nested shape) the function object, the inner one winning. `type`
+/// `function` or `custom` only says the entry is an ordinary tool, which every
+/// provider shape writes its own way, so it is not kept.
+fn extra_fields(outer: &Map<String, Value>, inner: &Map<String, Value>) -> Map<String, Value> {
+    let nested = !std::ptr::eq(outer, inner);
+    let mut extra = Map::new();
+    let mut keep = |map: &Map<String, Value>| {
+        for (key, value) in map {
+            let envelope = nested && key == "function";
+            let plain_type = key == "type" && matches!(value.as_str(), Some("function" | "custom"));
+            if !envelope && !plain_type && !READ_FIELDS.contains(&key.as_str()) {
+                extra.insert(key.clone(), value.clone());
+            }
+        }
+    };
+    keep(outer);
+    if nested {
+        keep(inner);
+    }
+    extra
 }
 
 #[cfg(test)]
@@ -416,6 +542,29 @@ mod tests {
     }
 
     #[test]
+    fn fields_the_engine_does_not_read_are_kept() {
+        let reg = Registry::from_json(
+            r#"[
+                {"type": "function", "strict": false, "function": {"name": "a", "strict": true, "parameters": {}}},
+                {"type": "custom", "name": "b", "cache_control": {"type": "ephemeral"}},
+                {"type": "web_search_20250305", "name": "web_search", "max_uses": 5}
+            ]"#,
+        )
+        .unwrap();
+        let [a, b, web] = reg.tools() else {
+            panic!("three tools")
+        };
+        assert_eq!(
+            Value::Object(a.extra.clone()),
+            serde_json::json!({"strict": true})
+        );
+        assert_eq!(b.extra["cache_control"]["type"], "ephemeral");
+        assert!(!a.is_server_tool() && !b.is_server_tool());
+        assert!(web.is_server_tool());
+        assert_eq!(web.extra["max_uses"], 5);
+    }
+
+    #[test]
     fn skills_default_to_invocable() {
         let s = SkillList::from_json(
             r#"[{"name": "review", "key": "code-review", "description": "d"},
@@ -427,5 +576,29 @@ mod tests {
         assert_eq!(s.by_key("code-review").unwrap().name, "review");
         let e = SkillList::from_json(r#"[{"name": "x", "model_invocable": "no"}]"#).unwrap_err();
         assert_eq!(e.path, "skills[0].model_invocable");
+    }
+
+    #[test]
+    fn a_key_picks_one_skill() {
+        let e = SkillList::from_json(r#"[{"name": "lint"}, {"name": "review", "key": "lint"}]"#)
+            .unwrap_err();
+        assert_eq!(e.path, "skills[1].key");
+        assert!(e.message.contains("name of skills[0]"), "{e}");
+        let e = SkillList::from_json(
+            r#"[{"name": "a", "key": "k"}, {"name": "b"}, {"name": "c", "key": "k"}]"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.path, "skills[2].key");
+        assert!(e.message.contains("key of skills[0] (`a`)"), "{e}");
+        // A skill's key may repeat its own name.
+        assert!(SkillList::from_json(r#"[{"name": "a", "key": "a"}]"#).is_ok());
+    }
+
+    #[test]
+    fn a_leading_byte_order_mark_is_skipped() {
+        let reg = Registry::from_json("\u{feff}[{\"name\": \"a\"}]").unwrap();
+        assert_eq!(reg.len(), 1);
+        let skills = SkillList::from_json("\u{feff}[{\"name\": \"s\"}]").unwrap();
+        assert_eq!(skills.len(), 1);
     }
 }

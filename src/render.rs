@@ -98,18 +98,18 @@ pub fn plain(file: &SourceFile, diags: &[Diagnostic]) -> String {
         let _ = write!(
             out,
             "{}:{line}:{col}: {}[{}]: {}",
-            file.name,
+            escaped(&file.name),
             d.severity.as_str(),
             d.code,
-            d.message
+            escaped(&d.message)
         );
         if let Some(h) = &d.help {
-            let _ = write!(out, " (help: {h})");
+            let _ = write!(out, " (help: {})", escaped(h));
         }
         out.push('\n');
     }
     if let Some(rest) = not_shown(diags) {
-        let _ = writeln!(out, "{}: {rest}", file.name);
+        let _ = writeln!(out, "{}: {rest}", escaped(&file.name));
     }
     out
 }
@@ -157,7 +157,7 @@ pub fn human(file: &SourceFile, diags: &[Diagnostic], color: bool) -> String {
             Severity::Warning => "1;33",
         };
         let head = paint.wrap(sev_color, &format!("{}[{}]", d.severity.as_str(), d.code));
-        let _ = writeln!(out, "{head}: {}", paint.wrap("1", &d.message));
+        let _ = writeln!(out, "{head}: {}", paint.wrap("1", &escaped(&d.message)));
         let gutter = line.to_string().len();
         let pad = " ".repeat(gutter);
         let bar = paint.wrap("1;34", "|");
@@ -165,7 +165,7 @@ pub fn human(file: &SourceFile, diags: &[Diagnostic], color: bool) -> String {
             out,
             "{pad}{} {}:{line}:{col}",
             paint.wrap("1;34", "-->"),
-            file.name
+            escaped(&file.name)
         );
         let text = file.line_text(line);
         // The caret covers the span on its first line (at least one column).
@@ -178,6 +178,7 @@ pub fn human(file: &SourceFile, diags: &[Diagnostic], color: bool) -> String {
             (text.chars().count() + 1).saturating_sub(col).max(1)
         };
         let (text, cut, cut_end) = window(text, col, width);
+        let text = text.replace('\t', " ");
         let (lead, tail) = (
             if cut > 0 { "…" } else { "" },
             if cut_end { "…" } else { "" },
@@ -187,21 +188,23 @@ pub fn human(file: &SourceFile, diags: &[Diagnostic], color: bool) -> String {
             out,
             "{} {bar} {lead}{}{tail}",
             paint.wrap("1;34", &line.to_string()),
-            text.replace('\t', " ")
+            escaped(&text)
         );
-        let width = width.min(LINE_WINDOW);
+        // Columns of the line as shown, where escapes take more than one.
+        let (indent, width) = escaped_columns(&text, col - 1 - cut, width.min(LINE_WINDOW));
         let _ = writeln!(
             out,
             "{pad} {bar} {}{}",
-            " ".repeat(col - 1 - cut + lead.chars().count()),
+            " ".repeat(indent + lead.chars().count()),
             paint.wrap(sev_color, &"^".repeat(width))
         );
         if let Some(h) = &d.help {
             let _ = writeln!(
                 out,
-                "{pad} {} {}: {h}",
+                "{pad} {} {}: {}",
                 paint.wrap("1;34", "="),
-                paint.wrap("1", "help")
+                paint.wrap("1", "help"),
+                escaped(h)
             );
         }
         out.push('\n');
@@ -210,10 +213,26 @@ pub fn human(file: &SourceFile, diags: &[Diagnostic], color: bool) -> String {
         let _ = writeln!(
             out,
             "{}\n",
-            paint.wrap("1", &format!("{}: {rest}", file.name))
+            paint.wrap("1", &format!("{}: {rest}", escaped(&file.name)))
         );
     }
     out
+}
+
+/// Text from the file or about it, with control characters escaped: a
+/// policy's comment or pattern must not drive the reader's terminal.
+fn escaped(text: &str) -> std::borrow::Cow<'_, str> {
+    crate::chars::escape(text)
+}
+
+/// The caret's indent and width: `skip` and then `width` characters of
+/// `line` (the width may run past its end), counted as [`escaped`] prints them.
+fn escaped_columns(line: &str, skip: usize, width: usize) -> (usize, usize) {
+    let count = |s: &str| escaped(s).chars().count();
+    let before: String = line.chars().take(skip).collect();
+    let covered: String = line.chars().skip(skip).take(width).collect();
+    let beyond = width - covered.chars().count();
+    (count(&before), count(&covered) + beyond)
 }
 
 #[cfg(test)]

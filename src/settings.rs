@@ -24,7 +24,9 @@ pub enum Activation {
     PerPrompt,
 }
 
-/// What a direct call to a deferred tool does besides failing.
+/// What a direct call to a deferred tool does besides failing. `Activate`
+/// declares it from the next step, at most `max_activations` tools between two
+/// prompts (`Session::call`), as one search or load would.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OnMiss {

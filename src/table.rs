@@ -54,6 +54,9 @@ pub struct Table {
     skill_names: PatternSet<u32>,
     sources: PatternSet<u32>,
     settings: Vec<CompiledSetting>,
+    /// The `Grant` rules, which resolving a context walks: every rule would
+    /// make resolving as slow as the policy is long.
+    grants: Vec<u32>,
     modes: Vec<String>,
     /// Guard and search selectors in policy order, for the plan's declared order.
     guards: Vec<(SelectorKind, Pattern)>,
@@ -181,6 +184,9 @@ impl Table {
                 ),
             })
             .collect();
+        let grants = (0..table_rules.len() as u32)
+            .filter(|&i| table_rules[i as usize].kind == RuleKind::Grant)
+            .collect();
         Table {
             rules: table_rules,
             sections,
@@ -188,6 +194,7 @@ impl Table {
             skill_names,
             sources,
             settings,
+            grants,
             modes: policy.modes.clone(),
             guards,
             searches,
@@ -225,20 +232,27 @@ impl Table {
         }
         let mut tool_filters = [None; 4];
         let mut skill_filters = [None; 4];
-        for (i, r) in self.rules.iter().enumerate() {
-            if r.kind != RuleKind::Grant || !applicable[r.section as usize] {
+        for &i in &self.grants {
+            let r = &self.rules[i as usize];
+            if !applicable[r.section as usize] {
                 continue;
             }
             let b = r.specificity as usize;
             if r.grants_tools && tool_filters[b].is_none() {
-                tool_filters[b] = Some(i as u32);
+                tool_filters[b] = Some(i);
             }
             if r.grants_skills && skill_filters[b].is_none() {
-                skill_filters[b] = Some(i as u32);
+                skill_filters[b] = Some(i);
             }
         }
         let runtime = ctx.grants.as_ref().map(|grants| {
-            let mut g = RuntimeGrants::default();
+            // An empty allow-list lets nothing through (SPEC 2.3); reading it
+            // as "no grant restricts" would fail open.
+            let mut g = RuntimeGrants {
+                restricts_tools: grants.is_empty(),
+                restricts_skills: grants.is_empty(),
+                ..RuntimeGrants::default()
+            };
             for s in grants {
                 let (kind, pattern) = split_selector(s);
                 let p = Pattern::new(pattern);
@@ -514,9 +528,9 @@ mod tests {
 
     #[test]
     fn settings_most_specific_first() {
-        let src = "defer_loading = false\nDefer(*)\nmode m {\n defer_loading = true\n}\nwhen f {\n defer_loading = true\n}\n";
+        let src = "defer_loading = false\nDefer(*)\nmode m {\n defer_loading = true\n}\nmode n {\n}\nwhen f {\n defer_loading = true\n}\n";
         assert_eq!(
-            decide(src, &Context::default(), ItemRef::tool("x")).cause,
+            decide(src, &Context::mode("n"), ItemRef::tool("x")).cause,
             CauseKind::Switch
         );
         assert_eq!(
@@ -524,7 +538,7 @@ mod tests {
             CauseKind::Defer
         );
         assert_eq!(
-            decide(src, &Context::default().with_flag("f"), ItemRef::tool("x")).cause,
+            decide(src, &Context::mode("n").with_flag("f"), ItemRef::tool("x")).cause,
             CauseKind::Defer
         );
     }
@@ -536,6 +550,23 @@ mod tests {
             .resolve(&Context::mode("agnt"))
             .unwrap_err();
         assert!(e.to_string().contains("`agent`"), "{e}");
+        // A missing mode is the same error: never "the top level only".
+        let e = Table::compile(&p).resolve(&Context::default()).unwrap_err();
+        assert!(e.to_string().contains("`agent`, `chat`"), "{e}");
+    }
+
+    #[test]
+    fn an_empty_runtime_grant_list_grants_nothing() {
+        let ctx = Context::default().with_grants(Vec::<String>::new());
+        let src = "guard g\nsearch s\n";
+        for (item, exposure) in [
+            (ItemRef::tool("x"), Exposure::Hidden),
+            (ItemRef::skill("x"), Exposure::Hidden),
+            (ItemRef::tool("g"), Exposure::Active),
+            (ItemRef::tool("s"), Exposure::Active),
+        ] {
+            assert_eq!(decide(src, &ctx, item).exposure, exposure, "{item:?}");
+        }
     }
 
     #[test]
@@ -549,6 +580,7 @@ mod tests {
                     parameters: serde_json::json!({}),
                     source: None,
                     defer_loading: false,
+                    ..Default::default()
                 })
                 .collect(),
         )

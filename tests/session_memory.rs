@@ -74,6 +74,7 @@ fn engine(tools: usize) -> Engine {
             parameters: serde_json::json!({"type": "object", "properties": {"x": {"type": "string"}}}),
             source: Some("mcp:bench".into()),
             defer_loading: false,
+            ..Default::default()
         })
         .collect();
     let registry = Registry::new(tools).expect("unique names");

@@ -287,3 +287,39 @@ pub fn policy(tools: &[Tool], rules: usize, seed: u64) -> String {
     }
     out
 }
+
+/// A policy of `rules` rules spread over `modes` modes (`m0` ...) and `bots`
+/// bots (`b0` ...), after a tenth of them at top level: the shape of a large
+/// installation with one mode per project and one bot per team, for the
+/// benches of what grows with contexts. No `when` blocks: with 50 modes and
+/// 50 bots, one flag would take the contexts past what lints walk.
+pub fn wide_policy(tools: &[Tool], rules: usize, modes: usize, bots: usize, seed: u64) -> String {
+    let mut rng = Rng::new(seed);
+    let mut out = String::with_capacity(rules * 60);
+    let _ = writeln!(out, "guard {}", quote(&tools[0].name));
+    let _ = writeln!(out, "search {}", quote(&tools[tools.len() / 2].name));
+    out.push_str("Defer(*)\n");
+    let top = rules / 10;
+    let per_block = (rules - top) / (modes + bots).max(1);
+    let mut emit = |out: &mut String, count: usize, indent: &str, grants: bool| {
+        for i in 0..count {
+            let kind = match rng.below(100) {
+                _ if grants && i % 7 == 0 => "Grant",
+                0..50 => "NoDefer",
+                50..90 => "Defer",
+                _ => "Hide",
+            };
+            let _ = writeln!(out, "{indent}{}", rule(&mut rng, tools, kind));
+        }
+    };
+    emit(&mut out, top, "", false);
+    let heads = (0..modes)
+        .map(|m| (format!("mode m{m}"), false))
+        .chain((0..bots).map(|b| (format!("bot b{b}"), true)));
+    for (head, grants) in heads {
+        let _ = writeln!(out, "{head} {{");
+        emit(&mut out, per_block, "  ", grants);
+        out.push_str("}\n");
+    }
+    out
+}

@@ -21,10 +21,18 @@ pub fn check(w: &World<'_>, out: &mut Vec<Diagnostic>) -> Vec<bool> {
         .filter(|(_, r)| matches!(r.kind, RuleKind::Guard | RuleKind::Search))
         .flat_map(|(i, r)| r.selectors.iter().map(move |s| (i, s)))
         .collect();
-    let always_in_registry: Option<Vec<usize>> = w.registry.map(|reg| {
-        let mut v = w.table.guard_order(reg);
-        v.extend(w.table.search_order(reg));
-        v
+    // Per registry tool: whether it is a guard or search tool.
+    let always_in_registry: Option<Vec<bool>> = w.registry.map(|reg| {
+        let mut always = vec![false; reg.len()];
+        for i in w
+            .table
+            .guard_order(reg)
+            .into_iter()
+            .chain(w.table.search_order(reg))
+        {
+            always[i] = true;
+        }
+        always
     });
     let mut whole = vec![false; policy.rules.len()];
     for (ri, rule) in policy.rules.iter().enumerate() {
@@ -35,7 +43,7 @@ pub fn check(w: &World<'_>, out: &mut Vec<Diagnostic>) -> Vec<bool> {
             continue;
         }
         let mut all = true;
-        for s in &rule.selectors {
+        for (si, s) in rule.selectors.iter().enumerate() {
             let kinds: Vec<ItemKind> = kinds_of(rule.kind)
                 .iter()
                 .copied()
@@ -71,8 +79,8 @@ pub fn check(w: &World<'_>, out: &mut Vec<Diagnostic>) -> Vec<bool> {
                 }
             } else if tools_only
                 && always_in_registry.as_ref().is_some_and(|always| {
-                    let matched = w.matched(s, ItemKind::Tool);
-                    !matched.is_empty() && matched.iter().all(|t| always.contains(t))
+                    let matched = w.matched(ri, si, ItemKind::Tool);
+                    !matched.is_empty() && matched.iter().all(|&t| always[t as usize])
                 })
             {
                 format!(

@@ -1,13 +1,14 @@
 //! Selectors that match nothing in the registry or skill list (PL105), and
 //! grants that grant nothing (PL106). Quiet unless the items are known.
 
+use std::cell::OnceCell;
 use std::collections::BTreeSet;
 
 use crate::ast::{Selector, SelectorKind};
 use crate::decision::ItemKind;
 use crate::diag::{Code, Diagnostic, closest};
+use crate::pattern::Pattern;
 use crate::policy::{Condition, Policy, Rule, RuleKind, Scope};
-use crate::reference::glob;
 
 use super::algebra::picks;
 use super::world::World;
@@ -32,12 +33,13 @@ fn kinds(rule: &Rule, s: &Selector) -> Vec<ItemKind> {
 
 /// `Some(true)` when every list the selector is checked against is known and it
 /// matches nothing in them.
-fn matches_nothing(w: &World<'_>, rule: &Rule, s: &Selector) -> Option<bool> {
-    let kinds = kinds(rule, s);
+fn matches_nothing(w: &World<'_>, ri: usize, si: usize) -> Option<bool> {
+    let rule = &w.policy.rules[ri];
+    let kinds = kinds(rule, &rule.selectors[si]);
     if kinds.is_empty() || !kinds.iter().all(|&k| w.knows(k)) {
         return None;
     }
-    Some(kinds.iter().all(|&k| w.matched(s, k).is_empty()))
+    Some(kinds.iter().all(|&k| w.matched(ri, si, k).is_empty()))
 }
 
 fn where_(kinds: &[ItemKind]) -> &'static str {
@@ -48,45 +50,74 @@ fn where_(kinds: &[ItemKind]) -> &'static str {
     }
 }
 
+/// The names (or sources) suggestions draw from, per list: each list is
+/// gathered, sorted and lowercased once, not again for every selector that
+/// matches nothing (a policy can have thousands, a registry 10,000 tools).
+#[derive(Default)]
+struct Vocabulary<'w> {
+    /// By `source` (0 or 1) * 3 + kinds (tools, skills, both).
+    lists: [OnceCell<Vec<(&'w str, String)>>; 6],
+}
+
+impl<'w> Vocabulary<'w> {
+    /// Sorted by name, each once, with its lowercase form.
+    fn list(&self, w: &World<'w>, source: bool, kinds: &[ItemKind]) -> &[(&'w str, String)] {
+        let k = match kinds {
+            [ItemKind::Tool] => 0,
+            [ItemKind::Skill] => 1,
+            _ => 2,
+        };
+        self.lists[usize::from(source) * 3 + k].get_or_init(|| {
+            let mut names: BTreeSet<&'w str> = BTreeSet::new();
+            for &kind in kinds {
+                match (source, kind) {
+                    (true, ItemKind::Tool) => names.extend(
+                        w.registry
+                            .into_iter()
+                            .flat_map(|r| r.tools())
+                            .filter_map(|t| t.source.as_deref()),
+                    ),
+                    (true, ItemKind::Skill) => names.extend(
+                        w.skills
+                            .into_iter()
+                            .flat_map(|l| l.skills())
+                            .filter_map(|t| t.source.as_deref()),
+                    ),
+                    (false, ItemKind::Tool) => names.extend(
+                        w.registry
+                            .into_iter()
+                            .flat_map(|r| r.tools())
+                            .map(|t| t.name.as_str()),
+                    ),
+                    (false, ItemKind::Skill) => names.extend(
+                        w.skills
+                            .into_iter()
+                            .flat_map(|l| l.skills())
+                            .map(|t| t.name.as_str()),
+                    ),
+                }
+            }
+            names.into_iter().map(|n| (n, n.to_lowercase())).collect()
+        })
+    }
+}
+
 /// "did you mean" from the known names (or sources), or a case hint for a
 /// pattern that would match if names were not case-sensitive.
-fn suggestion(w: &World<'_>, s: &Selector, kinds: &[ItemKind]) -> Option<String> {
-    let mut names: BTreeSet<&str> = BTreeSet::new();
-    for &k in kinds {
-        match (s.kind, k) {
-            (SelectorKind::Source, ItemKind::Tool) => names.extend(
-                w.registry
-                    .into_iter()
-                    .flat_map(|r| r.tools())
-                    .filter_map(|t| t.source.as_deref()),
-            ),
-            (SelectorKind::Source, ItemKind::Skill) => names.extend(
-                w.skills
-                    .into_iter()
-                    .flat_map(|l| l.skills())
-                    .filter_map(|t| t.source.as_deref()),
-            ),
-            (_, ItemKind::Tool) => names.extend(
-                w.registry
-                    .into_iter()
-                    .flat_map(|r| r.tools())
-                    .map(|t| t.name.as_str()),
-            ),
-            (_, ItemKind::Skill) => names.extend(
-                w.skills
-                    .into_iter()
-                    .flat_map(|l| l.skills())
-                    .map(|t| t.name.as_str()),
-            ),
-        }
-    }
+fn suggestion<'w>(
+    w: &World<'w>,
+    vocabulary: &Vocabulary<'w>,
+    s: &Selector,
+    kinds: &[ItemKind],
+) -> Option<String> {
+    let names = vocabulary.list(w, s.kind == SelectorKind::Source, kinds);
     let prefix = match s.kind {
         SelectorKind::Tool => "",
         SelectorKind::Skill => "skill:",
         SelectorKind::Source => "source:",
     };
     if !s.pattern.contains('*') {
-        let close = closest(&s.pattern, names.iter().copied());
+        let close = closest(&s.pattern, names.iter().map(|(n, _)| *n));
         if close.is_empty() {
             return None;
         }
@@ -97,8 +128,8 @@ fn suggestion(w: &World<'_>, s: &Selector, kinds: &[ItemKind]) -> Option<String>
             .collect();
         return Some(format!("did you mean {}", list.join(" or ")));
     }
-    let lower = s.pattern.to_lowercase();
-    let hit = names.iter().find(|n| glob(&lower, &n.to_lowercase()))?;
+    let lower = Pattern::new(&s.pattern.to_lowercase());
+    let (hit, _) = names.iter().find(|(_, n)| lower.matches(n))?;
     Some(format!(
         "names are case-sensitive: `{prefix}{}` does not match `{prefix}{hit}`",
         s.pattern
@@ -127,16 +158,15 @@ fn place(scope: &Scope, when: Option<&Condition>) -> String {
     s
 }
 
-pub fn check(w: &World<'_>, out: &mut Vec<Diagnostic>) {
+pub fn check<'w>(w: &World<'w>, out: &mut Vec<Diagnostic>) {
     let policy: &Policy = w.policy;
-    for rule in &policy.rules {
-        let nothing: Vec<Option<bool>> = rule
-            .selectors
-            .iter()
-            .map(|s| matches_nothing(w, rule, s))
+    let vocabulary: Vocabulary<'w> = Vocabulary::default();
+    for (ri, rule) in policy.rules.iter().enumerate() {
+        let nothing: Vec<Option<bool>> = (0..rule.selectors.len())
+            .map(|si| matches_nothing(w, ri, si))
             .collect();
         if rule.kind == RuleKind::Grant && nothing.iter().all(|n| *n == Some(true)) {
-            out.push(grants_nothing(w, rule));
+            out.push(grants_nothing(w, &vocabulary, rule));
             continue;
         }
         for (s, n) in rule.selectors.iter().zip(nothing) {
@@ -145,7 +175,7 @@ pub fn check(w: &World<'_>, out: &mut Vec<Diagnostic>) {
             }
             let kinds = kinds(rule, s);
             let written = policy.source.slice(s.span);
-            let help = suggestion(w, s, &kinds).unwrap_or_else(|| {
+            let help = suggestion(w, &vocabulary, s, &kinds).unwrap_or_else(|| {
                 format!(
                     "check the spelling against the {}; names are case-sensitive",
                     lists(&kinds)
@@ -163,7 +193,7 @@ pub fn check(w: &World<'_>, out: &mut Vec<Diagnostic>) {
     }
 }
 
-fn grants_nothing(w: &World<'_>, rule: &Rule) -> Diagnostic {
+fn grants_nothing<'w>(w: &World<'w>, vocabulary: &Vocabulary<'w>, rule: &Rule) -> Diagnostic {
     let policy = w.policy;
     let text = policy.text_of(rule.span);
     let mut restricted: Vec<ItemKind> = Vec::new();
@@ -175,7 +205,7 @@ fn grants_nothing(w: &World<'_>, rule: &Rule) -> Diagnostic {
                 restricted.push(*kind);
             }
         }
-        if let Some(h) = suggestion(w, s, &k) {
+        if let Some(h) = suggestion(w, vocabulary, s, &k) {
             helps.push(h);
         }
     }

@@ -24,9 +24,10 @@ struct Earlier<'a> {
 }
 
 /// The selectors seen so far in one (rule kind, scope, condition), in file
-/// order. A pattern without `*` subsumes only itself, so those are found by
-/// a hash lookup and only wildcard patterns are compared one by one: a rule
-/// listing thousands of names costs linear time, not quadratic.
+/// order. The first of each pattern is found by a hash lookup (a pattern
+/// without `*` subsumes only itself), and only distinct wildcard patterns are
+/// compared one by one: a rule listing thousands of names, or a rule repeated
+/// thousands of times, costs linear time, not quadratic.
 #[derive(Default)]
 struct Seen<'a> {
     exact: HashMap<(SelectorKind, &'a str), (usize, Earlier<'a>)>,
@@ -59,15 +60,21 @@ impl<'a> Seen<'a> {
     fn push(&mut self, e: Earlier<'a>) {
         let at = self.count;
         self.count += 1;
-        if e.sel.pattern.contains('*') {
+        // The first selector of each (kind, pattern) is the one a later one
+        // is reported against, so a repeat is recorded once: a thousand
+        // copies of `a*` would otherwise each be a candidate for every later
+        // selector, quadratic in the copies.
+        let first = !self
+            .exact
+            .contains_key(&(e.sel.kind, e.sel.pattern.as_str()));
+        if first && e.sel.pattern.contains('*') {
             self.wild_index
                 .insert(&Pattern::new(&e.sel.pattern), self.wild.len());
             self.wild.push((at, e));
-        } else {
-            self.exact
-                .entry((e.sel.kind, e.sel.pattern.as_str()))
-                .or_insert((at, e));
         }
+        self.exact
+            .entry((e.sel.kind, e.sel.pattern.as_str()))
+            .or_insert((at, e));
     }
 }
 

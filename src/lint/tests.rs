@@ -17,6 +17,7 @@ fn registry(tools: &[(&str, Option<&str>)]) -> Registry {
                 parameters: serde_json::json!({"type": "object", "properties": {}}),
                 source: source.map(str::to_string),
                 defer_loading: false,
+                ..Default::default()
             })
             .collect(),
     )
@@ -126,12 +127,12 @@ fn shadowing_respects_scopes() {
     // A NoDefer in mode a says nothing about mode b.
     let src = format!("{SEARCH}mode a {{\n  NoDefer(*)\n}}\nmode b {{\n  Defer(bash)\n}}\n");
     assert_eq!(plain(&src), []);
-    // A top-level Defer that every declared mode overrides still counts in a
-    // context without a mode.
+    // A top-level Defer that every declared mode overrides is dead: a policy
+    // with modes has no context without one.
     let src = format!(
         "{SEARCH}Defer(bash)\nmode a {{\n  NoDefer(*)\n}}\nmode b {{\n  NoDefer(ba*)\n}}\n"
     );
-    assert_eq!(plain(&src), []);
+    assert_eq!(plain(&src), [("PL102", 2)]);
     // One in a mode that the same mode overrides is dead.
     let src = format!("{SEARCH}mode a {{\n  NoDefer(*)\n  Defer(bash)\n}}\n");
     assert_eq!(plain(&src), [("PL102", 4)]);

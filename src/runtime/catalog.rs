@@ -28,7 +28,7 @@ pub fn sanitize(text: &str) -> String {
             pending_space = !out.is_empty();
             continue;
         }
-        if c.is_control() || is_invisible_format(c) {
+        if crate::chars::is_hiding(c) {
             continue;
         }
         if pending_space {
@@ -38,19 +38,6 @@ pub fn sanitize(text: &str) -> String {
         out.push(c);
     }
     out
-}
-
-fn is_invisible_format(c: char) -> bool {
-    matches!(c,
-        '\u{00AD}'
-        | '\u{061C}'
-        | '\u{180E}'
-        | '\u{200B}'..='\u{200F}'
-        | '\u{202A}'..='\u{202E}'
-        | '\u{2060}'..='\u{2064}'
-        | '\u{2066}'..='\u{206F}'
-        | '\u{FEFF}'
-        | '\u{FFF9}'..='\u{FFFB}')
 }
 
 /// Abbreviations whose final period does not end a sentence.

@@ -8,7 +8,7 @@
 //! leaves the last good snapshot in place and returns why.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 
 use crate::decision::{Context, ContextError, ItemRef};
 use crate::policy::{LoadErrors, Policy};
@@ -18,33 +18,44 @@ use crate::table::Table;
 
 use super::catalog::{self, Counted};
 use super::plan::BasePlan;
+use super::provider::ProviderNames;
 use super::session::{Session, SessionState};
 
 /// Contexts whose base plan is kept; past this the cache starts over, so that
 /// runtime grants that differ per user cannot grow it without bound.
 const BASE_CACHE_LIMIT: usize = 1024;
 
+/// Search indexes kept per set of hidden tools; past this the cache starts
+/// over. Contexts that hide the same tools share one.
+const INDEX_CACHE_LIMIT: usize = 32;
+
 /// What is derived from a registry alone, shared by snapshots until the
 /// registry itself is replaced.
 #[derive(Debug)]
 pub(crate) struct ToolData {
     pub registry: Arc<Registry>,
-    pub index: SearchIndex,
+    /// Over every tool: what a context that hides nothing searches.
+    pub index: Arc<SearchIndex>,
     /// Per tool: meter tokens of its compact definition.
     pub tokens: Box<[u32]>,
     /// Per tool: its name as the catalog shows it (sanitized).
     pub names: Box<[Counted]>,
     /// Per tool: the sanitized first sentence of its description.
     pub summaries: Box<[Counted]>,
-    /// Per tool: `(a, b?)`.
-    pub signatures: Box<[Counted]>,
+    /// Per tool: `(a, b?)`, made the first time a plan has `catalog_params`
+    /// on: most policies never turn it on, and a tool may have 100,000
+    /// parameters.
+    signatures: OnceLock<Box<[Counted]>>,
+    /// The names OpenAI and Anthropic get for tools whose own they reject.
+    pub provider_names: ProviderNames,
 }
 
 impl ToolData {
     fn new(registry: Registry) -> ToolData {
         let tools = registry.tools();
         ToolData {
-            index: SearchIndex::new(&registry),
+            index: Arc::new(SearchIndex::new(&registry)),
+            provider_names: ProviderNames::new(&registry),
             tokens: tools
                 .iter()
                 .map(|t| tokens_of_len(declaration_len(t)))
@@ -57,12 +68,20 @@ impl ToolData {
                 .iter()
                 .map(|t| Counted::new(catalog::summary(&t.description)))
                 .collect(),
-            signatures: tools
-                .iter()
-                .map(|t| Counted::new(catalog::signature(&t.parameter_names())))
-                .collect(),
+            signatures: OnceLock::new(),
             registry: Arc::new(registry),
         }
+    }
+
+    /// Per tool: `(a, b?)`.
+    pub fn signatures(&self) -> &[Counted] {
+        self.signatures.get_or_init(|| {
+            self.registry
+                .tools()
+                .iter()
+                .map(|t| Counted::new(catalog::signature(&t.parameter_names())))
+                .collect()
+        })
     }
 }
 
@@ -147,6 +166,8 @@ pub struct Snapshot {
     pub(crate) skill_matches: Box<[Box<[u32]>]>,
     /// Base plans per context, computed on first use.
     bases: RwLock<HashMap<Context, Arc<BasePlan>>>,
+    /// Search indexes without a context's hidden tools, by the hidden set.
+    indexes: RwLock<HashMap<Box<[u32]>, Arc<SearchIndex>>>,
 }
 
 impl Snapshot {
@@ -172,6 +193,7 @@ impl Snapshot {
             matches,
             skill_matches,
             bases: RwLock::new(HashMap::new()),
+            indexes: RwLock::new(HashMap::new()),
         }
     }
 
@@ -195,8 +217,58 @@ impl Snapshot {
         &self.skills
     }
 
+    /// The index over every tool of the registry. A session searches
+    /// [`Snapshot::search_index_for`] its context instead, which leaves out
+    /// what the context hides.
     pub fn search_index(&self) -> &SearchIndex {
         &self.tools.index
+    }
+
+    /// The names tools are sent under to OpenAI and Anthropic, and back: a
+    /// host maps the name in a provider's tool call with
+    /// [`ProviderNames::registry_name`] before it runs the tool or tells the
+    /// session about the call.
+    pub fn provider_names(&self) -> &ProviderNames {
+        &self.tools.provider_names
+    }
+
+    /// The index a search in the context of `base` uses: built without the
+    /// context's hidden tools, so that a search answers exactly as if they
+    /// were absent (SPEC 3.3). Built on the first search in a context and
+    /// shared by every context that hides the same tools. The snapshot holds
+    /// at most [`INDEX_CACHE_LIMIT`] of them and a base plan only a weak
+    /// reference, so memory stays bounded however many contexts search.
+    pub(crate) fn search_index_for(&self, base: &BasePlan) -> Arc<SearchIndex> {
+        if base.hidden.is_empty() {
+            return Arc::clone(&self.tools.index);
+        }
+        let known = base
+            .search_index
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(index) = known.upgrade() {
+            return index;
+        }
+        drop(known);
+        let cached = self
+            .indexes
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&base.hidden)
+            .cloned();
+        let index = cached.unwrap_or_else(|| {
+            let index = Arc::new(self.tools.index.without(&base.hidden));
+            let mut cache = self.indexes.write().unwrap_or_else(PoisonError::into_inner);
+            if cache.len() >= INDEX_CACHE_LIMIT {
+                cache.clear();
+            }
+            Arc::clone(cache.entry(base.hidden.clone()).or_insert(index))
+        });
+        *base
+            .search_index
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Arc::downgrade(&index);
+        index
     }
 
     /// The part of a plan that depends on the context only, computed once per
@@ -317,6 +389,26 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn contexts_hiding_the_same_tools_share_one_search_index() {
+        let policy = Policy::parse(
+            "p",
+            "mode a {\n Hide(x)\n}\nmode b {\n Hide(x)\n}\nmode c {\n}\n",
+        )
+        .unwrap();
+        let registry = Registry::from_json(
+            r#"[{"name": "x", "description": "x"}, {"name": "y", "description": "y"}]"#,
+        )
+        .unwrap();
+        let engine = Engine::new(policy, registry, SkillList::default());
+        let snap = engine.snapshot();
+        let index = |m: &str| snap.search_index_for(&snap.base(&Context::mode(m)).unwrap());
+        assert!(Arc::ptr_eq(&index("a"), &index("b")));
+        assert!(Arc::ptr_eq(&index("a"), &index("a")));
+        assert!(!Arc::ptr_eq(&index("a"), &index("c")));
+        assert!(Arc::ptr_eq(&index("c"), &snap.tools.index));
+    }
 
     #[test]
     fn meter_counts_utf16_units_and_declarations_as_serialized() {

@@ -10,6 +10,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::indices::IndexList;
+
 /// The status of a tool result as it stands in the chat.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -43,35 +45,28 @@ impl ResultStatus {
 
 /// Registry indices with evidence, in order of first evidence, each once.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct EvidenceLog(Vec<u32>);
+pub(crate) struct EvidenceLog(IndexList);
 
 impl EvidenceLog {
-    pub fn from_indices(indices: Vec<u32>) -> Self {
-        let mut log = EvidenceLog(Vec::with_capacity(indices.len()));
-        for i in indices {
-            log.record(i);
-        }
-        log
+    pub fn from_indices(indices: impl IntoIterator<Item = u32>) -> Self {
+        EvidenceLog(indices.into_iter().collect())
     }
 
     pub fn record(&mut self, tool: u32) {
-        if !self.0.contains(&tool) {
-            self.0.push(tool);
-        }
+        self.0.insert(tool);
     }
 
     /// Drops everything; returns how many tools had evidence.
     pub fn clear(&mut self) -> usize {
-        let n = self.0.len();
-        self.0.clear();
-        n
+        self.0.clear()
     }
 
     pub fn indices(&self) -> &[u32] {
-        &self.0
+        self.0.as_slice()
     }
 
-    pub fn indices_mut(&mut self) -> &mut Vec<u32> {
-        &mut self.0
+    /// Moves the indices to another registry (see [`IndexList::remap`]).
+    pub fn remap(&mut self, f: impl FnMut(u32) -> Option<u32>) {
+        self.0.remap(f);
     }
 }

@@ -7,7 +7,7 @@
 //! it, so the plan of a turn where nothing changed costs a cache lookup and a
 //! walk over the session's activations, whatever the size of the registry.
 
-use std::sync::Arc;
+use std::sync::{Arc, RwLock, Weak};
 
 use serde::Serialize;
 
@@ -53,6 +53,9 @@ pub(crate) struct BasePlan {
     pub skills_tokens: u64,
     /// Tokens of every non-hidden tool's definition.
     pub all_tool_tokens: u64,
+    /// The search index without the hidden tools, once a search has needed
+    /// it; the snapshot's cache owns it ([`Snapshot::search_index_for`]).
+    pub search_index: RwLock<Weak<crate::search::SearchIndex>>,
 }
 
 impl BasePlan {
@@ -126,13 +129,14 @@ impl BasePlan {
             .first()
             .map(|&i| tools[i as usize].name.as_str());
         let data = &snap.tools;
+        let signatures = settings.catalog_params.then(|| data.signatures());
         let catalog = catalog::build_catalog(
             deferred.len(),
             |k| {
                 let i = deferred[k] as usize;
                 catalog::Entry {
                     name: &data.names[i],
-                    signature: settings.catalog_params.then(|| &data.signatures[i]),
+                    signature: signatures.map(|s| &s[i]),
                     summary: &data.summaries[i],
                 }
             },
@@ -175,6 +179,7 @@ impl BasePlan {
             catalog,
             skills,
             skills_block,
+            search_index: RwLock::new(Weak::new()),
         })
     }
 
@@ -215,6 +220,9 @@ pub struct Plan {
     base: Arc<BasePlan>,
     /// Activated tools the plan declares, in first-activation order.
     activated: Vec<u32>,
+    /// The same, sorted: whether a tool is activated is asked per deferred
+    /// tool, and a scan of `activated` each time was quadratic.
+    activated_sorted: Box<[u32]>,
 }
 
 impl Plan {
@@ -223,14 +231,21 @@ impl Plan {
         base: Arc<BasePlan>,
         activations: impl Iterator<Item = u32>,
     ) -> Plan {
-        let activated = activations
+        let activated: Vec<u32> = activations
             .filter(|&i| base.declares_activated(i))
             .collect();
+        let mut activated_sorted: Box<[u32]> = activated.clone().into();
+        activated_sorted.sort_unstable();
         Plan {
             snapshot,
             base,
             activated,
+            activated_sorted,
         }
+    }
+
+    fn is_activated(&self, i: u32) -> bool {
+        self.activated_sorted.binary_search(&i).is_ok()
     }
 
     fn tool(&self, i: u32) -> &Tool {
@@ -263,7 +278,7 @@ impl Plan {
         self.base
             .deferred
             .iter()
-            .filter(|i| !self.activated.contains(i))
+            .filter(|&&i| !self.is_activated(i))
             .map(|&i| self.tool(i))
     }
 
@@ -326,7 +341,7 @@ impl Plan {
             .index_of(name)
             .is_some_and(|i| match self.base.state(i as u32) {
                 ToolState::Declared => true,
-                ToolState::Deferred => self.activated.contains(&(i as u32)),
+                ToolState::Deferred => self.is_activated(i as u32),
                 ToolState::Idle | ToolState::Hidden => false,
             })
     }

@@ -152,7 +152,7 @@ impl Scenario {
     /// Reads a scenario, naming the step at fault (`steps[2]`) in errors.
     pub fn from_json(text: &str) -> Result<Scenario, LoadError> {
         let err = |path: String, message: String| LoadError { path, message };
-        let doc: Value = serde_json::from_str(text)
+        let doc: Value = serde_json::from_str(crate::input::strip_bom(text))
             .map_err(|e| err(String::new(), format!("not valid JSON: {e}")))?;
         let Value::Object(mut map) = doc else {
             return Err(err(String::new(), "expected a scenario object".into()));
@@ -169,7 +169,9 @@ impl Scenario {
             let at = format!("steps[{i}]");
             let step: Step =
                 serde_json::from_value(step).map_err(|e| err(at.clone(), e.to_string()))?;
-            step.action().map_err(|m| err(at, m))?;
+            let action = step.action().map_err(|m| err(at.clone(), m))?;
+            check_expect_keys(&step, action)
+                .map_err(|(key, m)| err(format!("{at}.expect.{key}"), m))?;
             scenario.steps.push(step);
         }
         Ok(scenario)
@@ -332,6 +334,54 @@ pub fn replay(engine: &Engine, scenario: &Scenario) -> Result<Vec<StepReport>, R
         });
     }
     Ok(reports)
+}
+
+/// What a step of each action reports besides `declared`: the keys its
+/// `expect` may name. A key outside these would compare with nothing and
+/// pass or fail by accident (`"activatd": null` always held).
+fn output_keys(action: &str) -> &'static [&'static str] {
+    match action {
+        "prompt" | "restart" => &["activated"],
+        "search" | "load" => &[
+            "activated",
+            "already_active",
+            "unavailable",
+            "matches",
+            "over_limit",
+            "remaining_deferred",
+            "status",
+            "text",
+        ],
+        "call" => &["outcome", "declared_next_step", "tool", "status", "text"],
+        "compact" => &["evidence_dropped"],
+        "skill" => &["requested", "skill"],
+        // `mode`, `bot`, `flags`, `grants`: a change of context.
+        _ => &["context", "activated"],
+    }
+}
+
+/// Refuses an `expect` key the step's output does not have; the error is the
+/// key and what is wrong with it.
+fn check_expect_keys(step: &Step, action: &str) -> Result<(), (String, String)> {
+    let keys = output_keys(action);
+    let known = || std::iter::once("declared").chain(keys.iter().copied());
+    for key in step.expect.iter().flat_map(|e| e.keys()) {
+        if known().any(|k| k == key) {
+            continue;
+        }
+        let hint = crate::diag::did_you_mean(key, known())
+            .map(|d| format!(" ({d})"))
+            .unwrap_or_default();
+        let list: Vec<String> = known().map(|k| format!("`{k}`")).collect();
+        return Err((
+            key.clone(),
+            format!(
+                "a `{action}` step has no `{key}` to compare{hint}; it reports {}",
+                list.join(", ")
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Compares a step's `expect` with its output.

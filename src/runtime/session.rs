@@ -23,6 +23,7 @@ use crate::settings::{Activation, OnMiss};
 use super::activation::{ActivationResult, CallOutcome, MAX_MATCHES, Verb};
 use super::engine::{Engine, Snapshot};
 use super::evidence::{EvidenceLog, ResultStatus};
+use super::indices::IndexList;
 use super::plan::{BasePlan, Plan, ToolState};
 
 /// One chat's state. Not shared: each chat owns its session.
@@ -32,8 +33,11 @@ pub struct Session {
     /// The registry the indices below refer to.
     registry: Arc<Registry>,
     /// Activated tools in first-activation order; only appended to between rebuilds.
-    activated: Vec<u32>,
+    activated: IndexList,
     evidence: EvidenceLog,
+    /// Tools declared by `on_miss = "activate"` since the last prompt, mode
+    /// switch or restart: they count against `max_activations` like a load.
+    misses: u8,
 }
 
 /// A session as a host persists it: the context and the names with evidence.
@@ -52,21 +56,10 @@ impl Serialize for Session {
     }
 }
 
-/// Translates indices from one registry to another by name, dropping the gone.
-fn remap(from: &Registry, to: &Registry, indices: &mut Vec<u32>) {
-    indices.retain_mut(|i| {
-        let moved = from
-            .tools()
-            .get(*i as usize)
-            .and_then(|t| to.index_of(&t.name));
-        match moved {
-            Some(j) => {
-                *i = j as u32;
-                true
-            }
-            None => false,
-        }
-    });
+/// Translates an index from one registry to another by name; `None` when gone.
+fn moved(from: &Registry, to: &Registry, i: u32) -> Option<u32> {
+    let t = from.tools().get(i as usize)?;
+    to.index_of(&t.name).map(|j| j as u32)
 }
 
 impl Session {
@@ -74,8 +67,9 @@ impl Session {
         Session {
             context,
             registry,
-            activated: Vec::new(),
+            activated: IndexList::default(),
             evidence: EvidenceLog::default(),
+            misses: 0,
         }
     }
 
@@ -84,13 +78,13 @@ impl Session {
         let indices = state
             .evidence
             .iter()
-            .filter_map(|n| registry.index_of(n).map(|i| i as u32))
-            .collect();
+            .filter_map(|n| registry.index_of(n).map(|i| i as u32));
         Session {
             context: state.context,
             registry: Arc::clone(snap.registry_arc()),
-            activated: Vec::new(),
+            activated: IndexList::default(),
             evidence: EvidenceLog::from_indices(indices),
+            misses: 0,
         }
     }
 
@@ -109,7 +103,7 @@ impl Session {
     /// Activated tools in first-activation order (declared only while
     /// deferred by policy in the current context).
     pub fn activated(&self) -> Vec<String> {
-        self.names(&self.activated)
+        self.names(self.activated.as_slice())
     }
 
     /// Tools with evidence in the effective context, in order of first evidence.
@@ -130,8 +124,9 @@ impl Session {
     fn prepare(&mut self, engine: &Engine) -> Result<(Arc<Snapshot>, Arc<BasePlan>), ContextError> {
         let snap = engine.snapshot();
         if !Arc::ptr_eq(&self.registry, snap.registry_arc()) {
-            remap(&self.registry, snap.registry(), &mut self.activated);
-            remap(&self.registry, snap.registry(), self.evidence.indices_mut());
+            let (from, to) = (&self.registry, snap.registry());
+            self.activated.remap(|i| moved(from, to, i));
+            self.evidence.remap(|i| moved(from, to, i));
             self.registry = Arc::clone(snap.registry_arc());
         }
         let base = snap.base(&self.context)?;
@@ -143,23 +138,24 @@ impl Session {
     pub fn plan(&self, engine: &Engine) -> Result<Plan, ContextError> {
         let snap = engine.snapshot();
         let base = snap.base(&self.context)?;
+        let activated = self.activated.as_slice().iter().copied();
         if Arc::ptr_eq(&self.registry, snap.registry_arc()) {
-            let activated = self.activated.iter().copied();
             return Ok(Plan::new(snap, base, activated));
         }
         // The registry was reloaded since this session's last call.
-        let mut moved = self.activated.clone();
-        remap(&self.registry, snap.registry(), &mut moved);
-        Ok(Plan::new(snap, base, moved.into_iter()))
+        let (from, to) = (&self.registry, snap.registry());
+        let activated: Vec<u32> = activated.filter_map(|i| moved(from, to, i)).collect();
+        Ok(Plan::new(snap, base, activated.into_iter()))
     }
 
     fn is_activated(&self, i: u32) -> bool {
-        self.activated.contains(&i)
+        self.activated.contains(i)
     }
 
     fn remaining(&self, base: &BasePlan) -> usize {
         let activated = self
             .activated
+            .as_slice()
             .iter()
             .filter(|&&i| base.declares_activated(i))
             .count();
@@ -195,7 +191,7 @@ impl Session {
                     out.already_active.push(name.to_string())
                 }
                 ToolState::Deferred if out.activated.len() < limit => {
-                    self.activated.push(i);
+                    self.activated.insert(i);
                     out.activated.push(name.to_string());
                 }
                 ToolState::Deferred => out.over_limit.push(name.to_string()),
@@ -306,21 +302,20 @@ impl Session {
         limit: usize,
         out: &mut ActivationResult,
     ) {
-        let mut activated = self.activated.clone();
-        activated.sort_unstable();
-        let ranked = snap.search_index().rank(query, |i| {
-            base.state(i as u32) == ToolState::Deferred
-                && activated.binary_search(&(i as u32)).is_err()
+        let ranked = snap.search_index_for(base).rank(query, |i| {
+            base.state(i as u32) == ToolState::Deferred && !self.activated.contains(i as u32)
         });
         let tools = snap.registry().tools();
+        // Named tools past the limit are reported once, as `over_limit`; the
+        // model chooses how many names it sends.
+        let over_limit: HashSet<&str> = out.over_limit.iter().map(String::as_str).collect();
         for i in ranked {
             let name = &tools[i].name;
-            // Named tools past the limit are reported once, as `over_limit`.
-            if out.over_limit.contains(name) {
+            if over_limit.contains(name.as_str()) {
                 continue;
             }
             if out.activated.len() < limit {
-                self.activated.push(i as u32);
+                self.activated.insert(i as u32);
                 out.activated.push(name.clone());
             } else if out.matches.len() < MAX_MATCHES {
                 out.matches.push(name.clone());
@@ -333,7 +328,10 @@ impl Session {
     /// The model calls a tool directly. A declared tool may run (report its
     /// result with [`Session::record_result`]); anything else fails as not
     /// found, and a deferred tool is declared from the next step when
-    /// `on_miss = "activate"`. The not-found result is never evidence.
+    /// `on_miss = "activate"`, at most `max_activations` of them between two
+    /// prompts (the engine sees prompts, not the model's steps): without a
+    /// cap, a burst of direct calls would declare any number of tools at once,
+    /// which one search or load cannot. The not-found result is never evidence.
     pub fn call(&mut self, engine: &Engine, tool: &str) -> Result<CallOutcome, ContextError> {
         let (snap, base) = self.prepare(engine)?;
         let Some(i) = snap.registry().index_of(tool).map(|i| i as u32) else {
@@ -344,8 +342,12 @@ impl Session {
         Ok(match base.state(i) {
             ToolState::Declared => CallOutcome::Allowed,
             ToolState::Deferred if self.is_activated(i) => CallOutcome::Allowed,
-            ToolState::Deferred if base.settings.on_miss == OnMiss::Activate => {
-                self.activated.push(i);
+            ToolState::Deferred
+                if base.settings.on_miss == OnMiss::Activate
+                    && u32::from(self.misses) < base.settings.max_activations =>
+            {
+                self.misses = self.misses.saturating_add(1);
+                self.activated.insert(i);
                 CallOutcome::NotFound {
                     declared_next_step: true,
                 }
@@ -389,7 +391,8 @@ impl Session {
             .evidence
             .indices()
             .iter()
-            .filter(|&&i| base.declares_activated(i));
+            .copied()
+            .filter(|&i| base.declares_activated(i));
         self.activated.extend(kept);
     }
 
@@ -397,6 +400,7 @@ impl Session {
     /// the evidence still in the effective context.
     pub fn prompt(&mut self, engine: &Engine) -> Result<(), ContextError> {
         let (_, base) = self.prepare(engine)?;
+        self.misses = 0;
         if base.settings.activation == Activation::PerPrompt {
             self.rebuild(&base);
         }
@@ -420,6 +424,7 @@ impl Session {
         let old = std::mem::replace(&mut self.context, context);
         match self.prepare(engine) {
             Ok((_, base)) => {
+                self.misses = 0;
                 if base.settings.activation == Activation::PerPrompt {
                     self.rebuild(&base);
                 }
@@ -443,6 +448,7 @@ impl Session {
     /// from the effective context, whatever the activation setting.
     pub fn restart(&mut self, engine: &Engine) -> Result<(), ContextError> {
         let (_, base) = self.prepare(engine)?;
+        self.misses = 0;
         self.rebuild(&base);
         Ok(())
     }

@@ -1,7 +1,10 @@
 //! Search over the tool registry (SPEC 3.3): ranks tools for a natural-language
 //! query.
 //!
-//! The index is built once per registry. Every tool contributes four fields:
+//! The registry's words are read once per registry (`corpus`); the index
+//! over them is counted once, and once more per set of tools a context hides
+//! ([`SearchIndex::without`]): a hidden tool is not indexed at all, so it
+//! moves no statistic. Every indexed tool contributes four fields:
 //!
 //! | field | weight | text |
 //! | --- | ---: | --- |
@@ -19,7 +22,7 @@
 //!
 //! Scoring is BM25F: per tool, each term's field frequencies are weighted and
 //! length-normalised per field, then saturated once (`k1`), and multiplied by
-//! the term's inverse document frequency over the whole registry. All of that
+//! the term's inverse document frequency over the indexed tools. All of that
 //! except the query weight is precomputed into the postings, so a query only
 //! walks the postings of its own terms. On top of that, a tool whose name
 //! tokens are largely covered by the query gets a bonus, and a query word that
@@ -43,16 +46,16 @@
 //! words hint at what they ask (`when` -> time), and a plural hints at a
 //! listing tool.
 
+mod corpus;
 mod tokenize;
 mod vocab;
 
-use std::collections::HashMap;
-
-use serde_json::Value;
+use std::sync::Arc;
 
 use crate::registry::Registry;
 
-use tokenize::{Piece, is_cjk_stopchar, is_stopword, scan, stem, tokenize_into};
+use corpus::Corpus;
+use tokenize::{Piece, is_cjk_stopchar, is_stopword, scan, stem};
 use vocab::{QUESTION_WORDS, cjk_vocab, synonyms};
 
 /// Field weights and length-normalisation strengths, in field order
@@ -139,112 +142,61 @@ struct Posting {
     score: f32,
 }
 
-/// The search index of one registry: built once, read-only afterwards.
+/// The search index of one registry, or of the registry without some tools
+/// ([`SearchIndex::without`]): read-only once built.
 ///
 /// Owned, `Send + Sync`; share it behind an `Arc`.
 #[derive(Debug, Clone, Default)]
 pub struct SearchIndex {
-    /// Term -> term id (index into `postings`).
-    terms: HashMap<Box<str>, u32>,
-    /// Per term, the tools it occurs in, in registry order.
+    /// The registry's words, shared by every index derived from it.
+    corpus: Arc<Corpus>,
+    /// Per term, the indexed tools it occurs in, in registry order; empty for
+    /// a term only left-out tools have, which is then no term at all.
     postings: Vec<Box<[Posting]>>,
-    /// Lowercased tool name -> registry indices (case-insensitive duplicates
-    /// are possible; case-exact names are looked up through `tools`).
-    names: HashMap<Box<str>, Vec<u32>>,
-    /// Per tool, the name as written and its number of distinct name terms.
-    tools: Vec<(Box<str>, u16)>,
-    /// Lowercased multi-part tool names (with a separator or camelCase) that a
-    /// query may mention verbatim among other words.
-    identifier_names: HashMap<Box<str>, Vec<u32>>,
-    /// The terms that occur in some tool name, sorted, for prefix lookups.
-    name_vocabulary: Box<[(Box<str>, u32)]>,
+    /// Per term, whether it occurs in an indexed tool's name.
+    in_name: Box<[bool]>,
 }
 
 impl SearchIndex {
     /// Indexes every tool of `registry`.
     pub fn new(registry: &Registry) -> SearchIndex {
-        let tools = registry.tools();
-        let mut terms: HashMap<Box<str>, u32> = HashMap::new();
-        // Per tool: (term id, field) for every token occurrence, then counted.
-        let mut per_tool: Vec<Vec<(u32, [u16; FIELDS])>> = Vec::with_capacity(tools.len());
-        let mut lengths: Vec<[u32; FIELDS]> = Vec::with_capacity(tools.len());
-        let mut name_terms: Vec<u16> = Vec::with_capacity(tools.len());
-        let mut buf: Vec<String> = Vec::new();
-        let mut occurrences: Vec<(u32, u8)> = Vec::new();
+        SearchIndex::index(Arc::new(Corpus::new(registry)), &[])
+    }
 
-        for tool in tools {
-            occurrences.clear();
-            let mut len = [0u32; FIELDS];
-            let mut add = |text: &str, field: usize, occ: &mut Vec<(u32, u8)>| {
-                buf.clear();
-                tokenize_into(text, &mut buf);
-                len[field] += buf.len() as u32;
-                for t in buf.drain(..) {
-                    let id = match terms.get(t.as_str()) {
-                        Some(&id) => id,
-                        None => {
-                            let id = terms.len() as u32;
-                            terms.insert(t.into_boxed_str(), id);
-                            id
-                        }
-                    };
-                    occ.push((id, field as u8));
-                }
-            };
-            add(&tool.name, NAME, &mut occurrences);
-            add(&tool.description, DESCRIPTION, &mut occurrences);
-            if let Some(props) = tool.parameters.get("properties").and_then(Value::as_object) {
-                for (key, schema) in props {
-                    add(key, PARAM_NAME, &mut occurrences);
-                    if let Some(d) = schema.get("description").and_then(Value::as_str) {
-                        add(d, PARAM_TEXT, &mut occurrences);
-                    }
-                    if let Some(values) = schema.get("enum").and_then(Value::as_array) {
-                        for v in values.iter().filter_map(Value::as_str) {
-                            add(v, PARAM_TEXT, &mut occurrences);
-                        }
-                    }
-                }
+    /// This index without the tools at the registry indices `hidden`, as if
+    /// they were absent (SPEC 3.3): their words are no terms, and term
+    /// statistics, prefix expansion and the glossary see only the others, so
+    /// no ranking reveals anything about a hidden tool. Indices stay registry
+    /// indices. The registry is not read again: the statistics are counted
+    /// from the words this index already holds.
+    pub fn without(&self, hidden: &[u32]) -> SearchIndex {
+        SearchIndex::index(Arc::clone(&self.corpus), hidden)
+    }
+
+    fn index(corpus: Arc<Corpus>, hidden: &[u32]) -> SearchIndex {
+        let tools = corpus.per_tool.len();
+        let mut visible = vec![true; tools];
+        for &i in hidden {
+            if let Some(v) = visible.get_mut(i as usize) {
+                *v = false;
             }
-            occurrences.sort_unstable();
-            let mut counted: Vec<(u32, [u16; FIELDS])> = Vec::new();
-            for &(id, field) in &occurrences {
-                match counted.last_mut() {
-                    Some((last, tf)) if *last == id => {
-                        tf[field as usize] = tf[field as usize].saturating_add(1)
-                    }
-                    _ => {
-                        let mut tf = [0u16; FIELDS];
-                        tf[field as usize] = 1;
-                        counted.push((id, tf));
-                    }
-                }
-            }
-            name_terms.push(
-                counted
-                    .iter()
-                    .filter(|(_, tf)| tf[NAME] > 0)
-                    .count()
-                    .min(u16::MAX as usize) as u16,
-            );
-            per_tool.push(counted);
-            lengths.push(len);
         }
+        let shown = || (0..tools).filter(|&i| visible[i]);
 
-        let n = tools.len().max(1) as f32;
+        let n = shown().count().max(1) as f32;
         let mut avg = [0f32; FIELDS];
-        for l in &lengths {
-            for f in 0..FIELDS {
-                avg[f] += l[f] as f32;
+        for i in shown() {
+            for (a, &l) in avg.iter_mut().zip(&corpus.lengths[i]) {
+                *a += l as f32;
             }
         }
         for a in &mut avg {
             *a = (*a / n).max(1.0);
         }
 
-        let mut df = vec![0u32; terms.len()];
-        for counted in &per_tool {
-            for (id, _) in counted {
+        let mut df = vec![0u32; corpus.terms.len()];
+        for i in shown() {
+            for (id, _) in corpus.per_tool[i].iter() {
                 df[*id as usize] += 1;
             }
         }
@@ -258,11 +210,12 @@ impl SearchIndex {
 
         let mut postings: Vec<Vec<Posting>> =
             df.iter().map(|&d| Vec::with_capacity(d as usize)).collect();
-        for (i, counted) in per_tool.iter().enumerate() {
+        let mut in_name = vec![false; df.len()];
+        for i in shown() {
             let norm: [f32; FIELDS] = std::array::from_fn(|f| {
-                1.0 - FIELD_B[f] + FIELD_B[f] * lengths[i][f] as f32 / avg[f]
+                1.0 - FIELD_B[f] + FIELD_B[f] * corpus.lengths[i][f] as f32 / avg[f]
             });
-            for (id, tf) in counted {
+            for (id, tf) in corpus.per_tool[i].iter() {
                 let mut w = 0.0;
                 for f in 0..FIELDS {
                     if tf[f] > 0 {
@@ -270,53 +223,29 @@ impl SearchIndex {
                     }
                 }
                 let saturated = w * (K1 + 1.0) / (w + K1);
-                let flag = if tf[NAME] > 0 { NAME_FLAG } else { 0 };
+                let flag = if tf[NAME] > 0 {
+                    in_name[*id as usize] = true;
+                    NAME_FLAG
+                } else {
+                    0
+                };
                 postings[*id as usize].push(Posting {
                     tool: i as u32 | flag,
                     score: idf[*id as usize] * saturated,
                 });
             }
         }
-
-        let mut name_vocabulary: Vec<(Box<str>, u32)> = terms
-            .iter()
-            .filter(|(_, id)| {
-                postings[**id as usize]
-                    .iter()
-                    .any(|p| p.tool & NAME_FLAG != 0)
-            })
-            .map(|(t, id)| (t.clone(), *id))
-            .collect();
-        name_vocabulary.sort_unstable();
-
-        let mut names: HashMap<Box<str>, Vec<u32>> = HashMap::new();
-        let mut identifier_names: HashMap<Box<str>, Vec<u32>> = HashMap::new();
-        for (i, tool) in tools.iter().enumerate() {
-            let lower = tool.name.trim().to_lowercase();
-            if is_identifier_like(&tool.name) {
-                identifier_names
-                    .entry(lower.clone().into_boxed_str())
-                    .or_default()
-                    .push(i as u32);
-            }
-            names
-                .entry(lower.into_boxed_str())
-                .or_default()
-                .push(i as u32);
-        }
-
         SearchIndex {
-            terms,
+            corpus,
             postings: postings.into_iter().map(Vec::into_boxed_slice).collect(),
-            names,
-            tools: tools
-                .iter()
-                .zip(name_terms)
-                .map(|(t, c)| (t.name.clone().into_boxed_str(), c))
-                .collect(),
-            identifier_names,
-            name_vocabulary: name_vocabulary.into_boxed_slice(),
+            in_name: in_name.into_boxed_slice(),
         }
+    }
+
+    /// The id of `term` if an indexed tool has it.
+    fn term(&self, term: &str) -> Option<u32> {
+        let id = *self.corpus.terms.get(term)?;
+        (!self.postings[id as usize].is_empty()).then_some(id)
     }
 
     /// Whether some tool's text has the CJK word `chars`: its character, or
@@ -325,24 +254,25 @@ impl SearchIndex {
         let mut s = String::new();
         if chars.len() == 1 {
             s.push(chars[0]);
-            return self.terms.contains_key(s.as_str());
+            return self.term(&s).is_some();
         }
         chars.windows(2).all(|w| {
             s.clear();
             s.extend(w);
-            self.terms.contains_key(s.as_str())
+            self.term(&s).is_some()
         })
     }
 
     /// Name terms that `word` (stemmed, not itself a term) abbreviates:
     /// `auth` -> `authenticated`, `notif` -> `notification`.
     fn name_prefixed(&self, word: &str) -> impl Iterator<Item = &str> {
-        let ok = word.len() >= MIN_PREFIX && !self.terms.contains_key(word);
-        let start = self.name_vocabulary.partition_point(|(t, _)| &**t < word);
-        self.name_vocabulary[start..]
+        let ok = word.len() >= MIN_PREFIX && self.term(word).is_none();
+        let vocabulary = &self.corpus.name_vocabulary;
+        let start = vocabulary.partition_point(|(t, _)| &**t < word);
+        vocabulary[start..]
             .iter()
             .take_while(move |(t, _)| ok && t.starts_with(word))
-            .filter(move |(t, _)| t.len() >= word.len() + 2)
+            .filter(move |(t, id)| t.len() >= word.len() + 2 && self.in_name[*id as usize])
             .take(MAX_PREFIX_EXPANSIONS)
             .map(|(t, _)| &**t)
     }
@@ -354,16 +284,16 @@ impl SearchIndex {
     pub fn rank(&self, query: &str, eligible: impl Fn(usize) -> bool) -> Vec<usize> {
         let query = truncate(query, MAX_QUERY_BYTES);
         let trimmed = query.trim();
-        if trimmed.is_empty() || self.tools.is_empty() {
+        if trimmed.is_empty() || self.corpus.tools.is_empty() {
             return Vec::new();
         }
 
         // Exact whole-query name matches: the case-exact name first, then any
         // case-insensitive ones in registry order.
         let mut exact: Vec<usize> = Vec::new();
-        if let Some(list) = self.names.get(trimmed.to_lowercase().as_str()) {
+        if let Some(list) = self.corpus.names.get(trimmed.to_lowercase().as_str()) {
             let mut list: Vec<usize> = list.iter().map(|&i| i as usize).collect();
-            list.sort_by_key(|&i| (&*self.tools[i].0 != trimmed, i));
+            list.sort_by_key(|&i| (&*self.corpus.tools[i].0 != trimmed, i));
             exact.extend(list.into_iter().filter(|&i| eligible(i)));
         }
 
@@ -372,7 +302,7 @@ impl SearchIndex {
         // many synonyms counts about once.
         let mut terms = self.query_terms(trimmed);
         terms.sort_by_key(|t| t.concept);
-        let mut acc = vec![Acc::default(); self.tools.len()];
+        let mut acc = vec![Acc::default(); self.corpus.tools.len()];
         let mut touched: Vec<u32> = Vec::new();
         let mut local: Vec<u32> = Vec::new();
         for group in terms.chunk_by(|a, b| a.concept == b.concept) {
@@ -411,7 +341,11 @@ impl SearchIndex {
             .take(MAX_QUERY_TERMS)
         {
             let word = word.trim_end_matches(['.', ':', '?', '!']);
-            if let Some(list) = self.identifier_names.get(word.to_lowercase().as_str()) {
+            if let Some(list) = self
+                .corpus
+                .identifier_names
+                .get(word.to_lowercase().as_str())
+            {
                 for &i in list {
                     let i = i as usize;
                     if acc[i].score == 0.0 {
@@ -428,8 +362,9 @@ impl SearchIndex {
         for &t in &touched {
             let i = t as usize;
             let mut s = acc[i].score;
-            if acc[i].name_hits > 0.0 && self.tools[i].1 > 0 {
-                let cover = (acc[i].name_hits / self.tools[i].1 as f32).min(1.0);
+            let name_terms = self.corpus.tools[i].1;
+            if acc[i].name_hits > 0.0 && name_terms > 0 {
+                let cover = (acc[i].name_hits / name_terms as f32).min(1.0);
                 s += NAME_COVER_BONUS * cover * cover;
             }
             if s <= 0.0 || !s.is_finite() || exact.contains(&i) || !eligible(i) {
@@ -449,7 +384,7 @@ impl SearchIndex {
         // A term already present keeps the higher weight, and with it that
         // occurrence's concept.
         let mut push = |term: &str, weight: f32, concept: u32| {
-            let Some(&id) = self.terms.get(term) else {
+            let Some(id) = self.term(term) else {
                 return;
             };
             if let Some(e) = out.iter_mut().find(|e| e.id == id) {
@@ -492,7 +427,7 @@ impl SearchIndex {
                 // `not staged` reads as `unstaged` where that is a term.
                 if previous.as_deref() == Some("not") {
                     let un = stem(&format!("un{raw}"));
-                    if self.terms.contains_key(un.as_str()) {
+                    if self.term(&un).is_some() {
                         concept += 1;
                         push(&un, W_WORD, concept);
                         previous = None;
@@ -711,7 +646,7 @@ mod tests {
     use super::tokenize::{STOPWORDS, stem, tokenize};
     use super::*;
     use crate::registry::Tool;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn tool(name: &str, description: &str, params: Value) -> Tool {
         Tool {
@@ -720,6 +655,7 @@ mod tests {
             parameters: params,
             source: None,
             defer_loading: false,
+            ..Default::default()
         }
     }
 

@@ -265,9 +265,13 @@ impl<'a> Reader<'a, '_> {
     fn selector(&mut self) -> Option<Selector> {
         let start = self.pos;
         let rest = &self.s[start..];
-        let (kind, prefix) = if rest.starts_with(b"skill:") {
+        let starts = |p: &[u8]| {
+            rest.get(..p.len())
+                .is_some_and(|r| r.eq_ignore_ascii_case(p))
+        };
+        let (kind, prefix) = if starts(b"skill:") {
             (SelectorKind::Skill, 6)
-        } else if rest.starts_with(b"source:") {
+        } else if starts(b"source:") {
             (SelectorKind::Source, 7)
         } else {
             (SelectorKind::Tool, 0)
@@ -510,6 +514,8 @@ Mode chat {}
             "source:",
             "skill:s",
             "source:mcp:*",
+            "Skill:",
+            "SOURCE:",
             "\"q\"",
             "\"a\\\"b\"",
             "\"\\\\\"",
@@ -559,7 +565,7 @@ Mode chat {}
             lines in prop::collection::vec(
                 prop::sample::select(vec![
                     "Defer(a, b*)", "NoDefer(\n  x,\n  skill:y, # c\n)", "Hide(source:mcp:*)",
-                    "guard g, h", "search s", "activation = \"sticky\"", "max_activations = 3",
+                    "Hide(Skill:x, SOURCE:mcp:*)", "guard g, h", "search s", "activation = \"sticky\"", "max_activations = 3",
                     "mode m {", "bot * {", "bot r {", "when f {", "when !f {", "}", "",
                     "# comment", "  Grant(z)  # why", "mode n { Defer(q) }",
                 ]),

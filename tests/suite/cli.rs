@@ -1,6 +1,6 @@
 //! Running the `policy` binary as a user does, from the project's root.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 pub fn root() -> &'static Path {
@@ -15,4 +15,26 @@ pub fn policy(args: &[&str]) -> Output {
         .env("NO_COLOR", "1")
         .output()
         .expect("policy runs")
+}
+
+/// A fresh scratch folder for one test, removed when the test ends.
+pub struct Scratch(PathBuf);
+
+impl Scratch {
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub fn scratch(name: &str) -> Scratch {
+    let dir = std::env::temp_dir().join(format!("toolpolicy-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch folder");
+    Scratch(dir)
 }

@@ -109,6 +109,10 @@ fn replay_json_is_one_entry_per_step() {
     let d = json(&[
         "replay",
         "tests/scenarios/pi-desktop-spec-example.json",
+        "--policy",
+        "policies/pi-desktop.policy",
+        "--registry",
+        "examples/registries/pi-desktop.json",
         "--format",
         "json",
     ]);

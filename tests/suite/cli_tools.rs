@@ -3,35 +3,12 @@
 //! runs them all through this test.
 
 use std::io::Write as _;
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use crate::cli::{policy, root};
+use crate::cli::{policy, root, scratch};
 
-fn text(b: &[u8]) -> String {
+pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
-}
-
-/// A fresh scratch folder for one test, removed when the test ends.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn join(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn scratch(name: &str) -> Scratch {
-    let dir = std::env::temp_dir().join(format!("toolpolicy-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch folder");
-    Scratch(dir)
 }
 
 #[test]
@@ -225,7 +202,7 @@ fn explain_notes_an_item_the_registry_lacks() {
 #[test]
 fn check_counts_errors_past_the_rendered_limit() {
     let dir = scratch("many-errors");
-    let file = dir.0.join("many.policy");
+    let file = dir.join("many.policy");
     let text: String = (0..1_234).map(|i| format!("Defer(a{i}\n")).collect();
     std::fs::write(&file, text).expect("write");
     let path = file.to_str().expect("utf-8 path");
@@ -258,7 +235,7 @@ fn check_counts_errors_past_the_rendered_limit() {
 #[test]
 fn fmt_reads_a_lone_carriage_return_as_a_line_break() {
     let dir = scratch("lone-cr");
-    let file = dir.0.join("cr.policy");
+    let file = dir.join("cr.policy");
     std::fs::write(&file, "Defer(x) # c\rNoDefer(y)\n").expect("write");
     let path = file.to_str().expect("utf-8 path");
     let out = policy(&["fmt", "--check", path]);

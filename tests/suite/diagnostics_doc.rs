@@ -73,6 +73,10 @@ fn every_example_produces_its_code_as_shown() {
     let registry = Registry::from_json(&read("tests/data/lint/registry.json")).expect("registry");
     let skills = SkillList::from_json(&read("tests/data/lint/skills.json")).expect("skills");
     for (code, body) in sections(&doc()) {
+        if let Some(registry) = block(&body, "json") {
+            registry_example(&code, registry, block(&body, "text").unwrap_or_default());
+            continue;
+        }
         let Some(example) = block(&body, "policy") else {
             assert_eq!(code, "PL010", "{code} has no ```policy example");
             continue;
@@ -125,4 +129,27 @@ fn every_example_produces_its_code_as_shown() {
             shown.join("\n  ")
         );
     }
+}
+
+/// A registry code's example: a registry (` ```json `) whose findings, printed
+/// as `policy check` prints them for `tools.json`, include the line shown.
+fn registry_example(code: &str, registry: &str, text: &str) {
+    let registry = Registry::from_json(registry).expect("the example registry loads");
+    let shown: Vec<String> = toolpolicy::lint::registry(&registry)
+        .iter()
+        .filter(|w| w.code.as_str() == code)
+        .map(|w| {
+            let help = w.help.as_deref().unwrap_or_default();
+            format!("tools.json: warning[{code}]: {w} (help: {help})")
+        })
+        .collect();
+    let line = text
+        .lines()
+        .find(|l| l.contains(&format!("[{code}]")))
+        .unwrap_or_else(|| panic!("the {code} section shows no `[{code}]` line"));
+    assert!(
+        shown.iter().any(|s| s == line),
+        "docs/diagnostics.md shows for {code}:\n  {line}\nbut the example gives:\n  {}",
+        shown.join("\n  ")
+    );
 }

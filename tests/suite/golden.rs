@@ -157,6 +157,22 @@ const CASES: &[(&str, &[&str])] = &[
             "plain",
         ],
     ),
+    (
+        "explain-matrix-json",
+        &[
+            "explain",
+            "--policy",
+            "policies/aiden.policy",
+            "--registry",
+            "tests/data/lint/registry.json",
+            "--skills",
+            "tests/data/lint/skills.json",
+            "--bot",
+            "reviewer",
+            "--format",
+            "json",
+        ],
+    ),
     // `policy fmt --check` and `policy test` as they report problems.
     (
         "fmt-check-diff",

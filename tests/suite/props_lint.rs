@@ -20,11 +20,12 @@ fn item() -> impl Strategy<Value = GenItem> {
     crate::arbitrary::item(0.3, "[ab]{0,3}")
 }
 
-/// Every context that can differ: no mode or a declared one, no bot, each bot
-/// with a block, a bot without one, and every subset of the flags.
+/// Every context that can differ: each declared mode (generated policies
+/// declare both, and a policy with modes has no mode-less context), no bot,
+/// each bot with a block, a bot without one, and every subset of the flags.
 fn contexts() -> Vec<Context> {
     let mut out = Vec::new();
-    for mode in [None, Some("m1"), Some("m2")] {
+    for mode in [Some("m1"), Some("m2")] {
         for bot in [None, Some("r1"), Some("r2"), Some("r3")] {
             for flags in [vec![], vec!["f0"], vec!["f1"], vec!["f0", "f1"]] {
                 out.push(Context {
@@ -94,6 +95,7 @@ fn registry_of(items: &[GenItem]) -> (Registry, SkillList) {
                 parameters: serde_json::json!({}),
                 source: it.source.clone(),
                 defer_loading: it.hint,
+                ..Default::default()
             });
         }
     }

@@ -31,6 +31,15 @@ fn context() -> impl Strategy<Value = Context> {
         })
 }
 
+/// The context, given a mode where the policy declares modes and the
+/// context has none: a policy with modes has no mode-less context (SPEC 2.3).
+fn in_mode(mut ctx: Context, policy: &Policy) -> Context {
+    if ctx.mode.is_none() {
+        ctx.mode = policy.modes.first().cloned();
+    }
+    ctx
+}
+
 fn load(text: &str) -> Policy {
     Policy::parse("gen.policy", text)
         .unwrap_or_else(|e| panic!("generated policy fails:\n{text}\n{e}"))
@@ -66,7 +75,7 @@ proptest! {
         let text = render(&p);
         let policy = load(&text);
         let table = Table::compile(&policy);
-        let Ok(res) = table.resolve(&ctx) else { return Ok(()) };
+        let Ok(res) = table.resolve(&in_mode(ctx, &policy)) else { return Ok(()) };
         let is_guard = p.guards.iter().chain(&p.searches).any(|g| reference::glob(g, &name));
         if is_guard {
             prop_assert_eq!(table.decide(&res, &ItemRef::tool(&name)).exposure, Exposure::Active);
@@ -85,6 +94,7 @@ proptest! {
         let after_text = render(&q);
         let (before, after) = (load(&before_text), load(&after_text));
         let (tb, ta) = (Table::compile(&before), Table::compile(&after));
+        let ctx = in_mode(ctx, &after);
         let (Ok(rb), Ok(ra)) = (tb.resolve(&ctx), ta.resolve(&ctx)) else { return Ok(()) };
         let b = tb.decide(&rb, &it.as_ref()).exposure;
         let a = ta.decide(&ra, &it.as_ref()).exposure;

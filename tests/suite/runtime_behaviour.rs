@@ -286,9 +286,12 @@ fn aiden_skills_listed_and_resolved_against_the_current_context() {
     assert_eq!(resolve(&any, "billing-admin"), None);
     assert_eq!(resolve(&any, "skill_billing"), None);
     assert!(!any.plan(&e).unwrap().skills_block().contains("billing"));
-    // A name beats a key: a skill whose key is another skill's name.
+    // A key that is another skill's name would resolve to one or the other
+    // depending on which the context lists: the skill list is refused.
+    let clash = SkillList::from_json(r#"[{"name": "a", "key": "b"}, {"name": "b", "key": "c"}]"#);
+    assert_eq!(clash.unwrap_err().path, "skills[0].key");
     let skills =
-        SkillList::from_json(r#"[{"name": "a", "key": "b"}, {"name": "b", "key": "c"}]"#).unwrap();
+        SkillList::from_json(r#"[{"name": "a", "key": "x"}, {"name": "b", "key": "c"}]"#).unwrap();
     let e2 = Engine::new(Policy::parse("p", "").unwrap(), Registry::default(), skills);
     let s2 = e2.session(Context::default()).unwrap();
     assert_eq!(s2.resolve_skill(&e2, "b").unwrap().unwrap().name, "b");

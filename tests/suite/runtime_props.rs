@@ -110,7 +110,7 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (0..TOOLS.len() + 1, 0..4u8).prop_map(|(t, s)| Op::Call(t, s)),
         2 => Just(Op::Prompt),
         1 => (0..2usize).prop_map(Op::Mode),
-        1 => prop::option::of(prop::collection::vec(0..GRANTS.len(), 1..3)).prop_map(Op::Grants),
+        1 => prop::option::of(prop::collection::vec(0..GRANTS.len(), 0..3)).prop_map(Op::Grants),
         1 => Just(Op::Compact),
         1 => Just(Op::Restart),
         1 => names().prop_map(Op::Failed),
@@ -140,6 +140,7 @@ fn build(inputs: &Inputs) -> Option<(Policy, Registry, SkillList)> {
             parameters: serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}}}),
             source: Some(SOURCES[*source].to_string()),
             defer_loading: *hint,
+            ..Default::default()
         });
     }
     let mut skills = Vec::new();

@@ -34,14 +34,37 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    let registry = common::load_registry(args.registry.as_deref())?;
-    let skills = common::load_skills(args.skills.as_deref())?;
+    let registry = common::read_registry(args.registry.as_deref())?;
+    let skills = common::read_skills(args.skills.as_deref())?;
     let files = crate::files::expand(&args.paths, ".policy")?;
     if files.is_empty() {
         return Err(CliError::Usage("no `*.policy` files found".into()));
     }
     let mut all_json = Vec::new();
     let (mut errors, mut warnings, mut omitted) = (0usize, 0usize, 0usize);
+    // The registry's and skill list's own findings, once whatever the files.
+    let lists = [
+        (
+            args.registry.as_deref(),
+            registry.as_ref().map(toolpolicy::lint::registry),
+        ),
+        (
+            args.skills.as_deref(),
+            skills.as_ref().map(|s| s.warnings().to_vec()),
+        ),
+    ];
+    for (path, found) in lists {
+        let (Some(path), Some(found)) = (path, found) else {
+            continue;
+        };
+        warnings += found.len();
+        match args.format {
+            Format::Json => {
+                all_json.extend(found.iter().map(|w| common::load_warning_json(path, w)))
+            }
+            _ => print!("{}", common::load_warnings(path, &found)),
+        }
+    }
     for path in &files {
         let bytes = common::read(path)?;
         let name = path.display().to_string();
@@ -75,8 +98,13 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         warnings += file_warnings;
         match args.format {
             Format::Json => {
-                all_json.extend(toolpolicy::render::to_json_shown(&source, &diags));
-                omitted += diags.len() - toolpolicy::render::shown(&diags).len();
+                let shown = toolpolicy::render::to_json_shown(&source, &diags);
+                omitted += diags.len() - shown.len();
+                all_json.extend(
+                    shown
+                        .into_iter()
+                        .map(|d| serde_json::to_value(d).unwrap_or_default()),
+                );
             }
             f => print!("{}", common::render(f, &source, &diags)),
         }
@@ -86,7 +114,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             } else {
                 counts(file_errors, file_warnings)
             };
-            println!("{}: {status}", source.name);
+            println!("{}: {status}", toolpolicy::chars::escape(&source.name));
         }
     }
     match args.format {

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use clap::ValueEnum;
 use toolpolicy::diag::SourceFile;
+use toolpolicy::registry::LoadWarning;
 use toolpolicy::{Policy, Registry, SkillList};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
@@ -50,8 +51,9 @@ impl fmt::Display for CliError {
     }
 }
 
+/// Every file a command reads comes through here, under the library's size cap.
 pub fn read(path: &Path) -> Result<Vec<u8>, CliError> {
-    std::fs::read(path).map_err(|e| CliError::Io(path.to_path_buf(), e))
+    toolpolicy::input::read(path).map_err(|e| CliError::Io(path.to_path_buf(), e))
 }
 
 /// Writes to standard output; when it is closed or fails, says so and ends
@@ -105,7 +107,17 @@ pub fn load_policy(path: &Path, format: Format) -> Result<Policy, CliError> {
     })
 }
 
+/// Loads a registry; what loads but reads badly is printed to standard error.
 pub fn load_registry(path: Option<&Path>) -> Result<Option<Registry>, CliError> {
+    let registry = read_registry(path)?;
+    if let (Some(path), Some(r)) = (path, &registry) {
+        eprint!("{}", load_warnings(path, r.warnings()));
+    }
+    Ok(registry)
+}
+
+/// Loads a registry and leaves its warnings to the caller.
+pub fn read_registry(path: Option<&Path>) -> Result<Option<Registry>, CliError> {
     let Some(path) = path else { return Ok(None) };
     let bytes = read(path)?;
     let text = String::from_utf8(bytes)
@@ -115,7 +127,17 @@ pub fn load_registry(path: Option<&Path>) -> Result<Option<Registry>, CliError> 
         .map_err(|e| CliError::Usage(format!("bad registry `{}`: {e}", path.display())))
 }
 
+/// Loads a skill list; what loads but reads badly is printed to standard error.
 pub fn load_skills(path: Option<&Path>) -> Result<Option<SkillList>, CliError> {
+    let skills = read_skills(path)?;
+    if let (Some(path), Some(s)) = (path, &skills) {
+        eprint!("{}", load_warnings(path, s.warnings()));
+    }
+    Ok(skills)
+}
+
+/// Loads a skill list and leaves its warnings to the caller.
+pub fn read_skills(path: Option<&Path>) -> Result<Option<SkillList>, CliError> {
     let Some(path) = path else { return Ok(None) };
     let bytes = read(path)?;
     let text = String::from_utf8(bytes)
@@ -123,6 +145,36 @@ pub fn load_skills(path: Option<&Path>) -> Result<Option<SkillList>, CliError> {
     SkillList::from_json(&text)
         .map(Some)
         .map_err(|e| CliError::Usage(format!("bad skill list `{}`: {e}", path.display())))
+}
+
+/// Registry or skill list warnings, one line each:
+/// `FILE: warning[PL115]: `tools[1].name`: message (help: ...)`.
+pub fn load_warnings(path: &Path, warnings: &[LoadWarning]) -> String {
+    let file = path.display().to_string();
+    let mut out = String::new();
+    for w in warnings {
+        out += &format!("{file}: warning[{}]: {w}", w.code);
+        if let Some(h) = &w.help {
+            out += &format!(" (help: {h})");
+        }
+        out.push('\n');
+    }
+    toolpolicy::chars::escape(&out).into_owned()
+}
+
+/// A registry or skill list warning in `policy check`'s JSON shape; the
+/// entry's path stands for its place (line and column say the file's start).
+pub fn load_warning_json(path: &Path, w: &LoadWarning) -> serde_json::Value {
+    serde_json::json!({
+        "code": w.code.as_str(),
+        "severity": "warning",
+        "message": w.message,
+        "file": path.display().to_string(),
+        "line": 1,
+        "column": 1,
+        "path": w.path,
+        "help": w.help,
+    })
 }
 
 /// Prints a value as pretty JSON.

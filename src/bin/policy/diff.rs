@@ -1,42 +1,89 @@
 //! A unified diff of two texts by lines, for `policy fmt --check`.
 //!
-//! Policy files are small, so a plain longest-common-subsequence table is fast
-//! enough and keeps this dependency-free.
+//! The lines are compared with `similar`'s Myers diff, which works in space
+//! linear in the texts: a table of every line of one text against every line
+//! of the other took 3.5 GB for a 30,000-line file. Only the rendering is
+//! ours, so the output keeps the shape `fmt --check` always had (hunk ranges
+//! as `start,count` even for one line, removed lines red, added ones green).
 
+use std::collections::HashSet;
 use std::fmt::Write as _;
+use std::time::{Duration, Instant};
 
-enum Op<'a> {
-    Same(&'a str),
-    Del(&'a str),
-    Add(&'a str),
-}
+use similar::{Algorithm, ChangeTag, DiffOp};
 
-fn ops<'a>(a: &[&'a str], b: &[&'a str]) -> Vec<Op<'a>> {
-    // lcs[i][j]: length of the longest common subsequence of a[i..] and b[j..].
-    let mut lcs = vec![vec![0u32; b.len() + 1]; a.len() + 1];
-    for i in (0..a.len()).rev() {
-        for j in (0..b.len()).rev() {
-            lcs[i][j] = if a[i] == b[j] {
-                lcs[i + 1][j + 1] + 1
-            } else {
-                lcs[i + 1][j].max(lcs[i][j + 1])
-            };
+/// Lines of context around each change.
+const CONTEXT: usize = 3;
+
+/// How long the search for the smallest diff may take. Past it, what is left
+/// is shown as removed and added whole: still a correct diff, only a longer
+/// one, and only for files of tens of thousands of lines moved around.
+const DEADLINE: Duration = Duration::from_secs(2);
+
+/// The lines the two texts keep in common, as `(old, new)` indices, in order.
+///
+/// A line that only one text has cannot be among them, so such lines are
+/// left out before the search (as GNU diff does): reformatting changes most
+/// lines of a file, and the search then works on the few that can match
+/// instead of taking time in the square of the changes.
+fn common(a: &[&str], b: &[&str]) -> Vec<(usize, usize)> {
+    let (ia, ka) = shared(a, b);
+    let (ib, kb) = shared(b, a);
+    let deadline = Instant::now().checked_add(DEADLINE);
+    let mut pairs = Vec::new();
+    for op in similar::capture_diff_slices_deadline(Algorithm::Myers, &ka, &kb, deadline) {
+        if let DiffOp::Equal {
+            old_index,
+            new_index,
+            len,
+        } = op
+        {
+            pairs.extend((0..len).map(|k| (ia[old_index + k], ib[new_index + k])));
         }
     }
+    pairs
+}
+
+/// The lines of `lines` that `other` has too, with their indices.
+fn shared<'a>(lines: &[&'a str], other: &[&str]) -> (Vec<usize>, Vec<&'a str>) {
+    let other: HashSet<&str> = other.iter().copied().collect();
+    (0..lines.len())
+        .filter(|&i| other.contains(lines[i]))
+        .map(|i| (i, lines[i]))
+        .unzip()
+}
+
+/// The diff of `a` and `b` as runs of equal, removed and added lines.
+fn ops(a: &[&str], b: &[&str]) -> Vec<DiffOp> {
+    let mut out: Vec<DiffOp> = Vec::new();
     let (mut i, mut j) = (0, 0);
-    let mut out = Vec::new();
-    while i < a.len() || j < b.len() {
-        if i < a.len() && j < b.len() && a[i] == b[j] {
-            out.push(Op::Same(a[i]));
-            i += 1;
-            j += 1;
-        } else if i < a.len() && (j == b.len() || lcs[i + 1][j] >= lcs[i][j + 1]) {
-            out.push(Op::Del(a[i]));
-            i += 1;
-        } else {
-            out.push(Op::Add(b[j]));
-            j += 1;
+    for (pi, pj) in common(a, b).into_iter().chain([(a.len(), b.len())]) {
+        if pi > i {
+            out.push(DiffOp::Delete {
+                old_index: i,
+                old_len: pi - i,
+                new_index: j,
+            });
         }
+        if pj > j {
+            out.push(DiffOp::Insert {
+                old_index: pi,
+                new_index: j,
+                new_len: pj - j,
+            });
+        }
+        if pi == a.len() {
+            break;
+        }
+        match out.last_mut() {
+            Some(DiffOp::Equal { len, .. }) if pi == i && pj == j => *len += 1,
+            _ => out.push(DiffOp::Equal {
+                old_index: pi,
+                new_index: pj,
+                len: 1,
+            }),
+        }
+        (i, j) = (pi + 1, pj + 1);
     }
     out
 }
@@ -51,60 +98,33 @@ pub fn unified(name: &str, old: &str, new: &str, color: bool) -> String {
     let a: Vec<&str> = old.lines().collect();
     let b: Vec<&str> = new.lines().collect();
     let ops = ops(&a, &b);
-    let paint = |code: &str, s: String| {
+    let paint = |code: &str, sign: char, line: &str| {
         if color {
-            format!("\x1b[{code}m{s}\x1b[0m")
+            format!("\x1b[{code}m{sign}{line}\x1b[0m")
         } else {
-            s
+            format!("{sign}{line}")
         }
     };
     let mut out = String::new();
     let _ = writeln!(out, "--- {name}");
     let _ = writeln!(out, "+++ {name} (formatted)");
-    const CONTEXT: usize = 3;
-    let changed: Vec<usize> = ops
-        .iter()
-        .enumerate()
-        .filter(|(_, o)| !matches!(o, Op::Same(_)))
-        .map(|(k, _)| k)
-        .collect();
-    let mut k = 0;
-    while k < changed.len() {
-        // A hunk spans changes closer than twice the context to each other.
-        let start = changed[k].saturating_sub(CONTEXT);
-        let mut last = changed[k];
-        while k + 1 < changed.len() && changed[k + 1] <= last + 2 * CONTEXT {
-            k += 1;
-            last = changed[k];
-        }
-        let end = (last + CONTEXT + 1).min(ops.len());
-        // Line numbers where the hunk starts, in each text.
-        let (mut la, mut lb) = (1, 1);
-        for o in &ops[..start] {
-            match o {
-                Op::Same(_) => (la, lb) = (la + 1, lb + 1),
-                Op::Del(_) => la += 1,
-                Op::Add(_) => lb += 1,
+    for hunk in similar::group_diff_ops(ops, CONTEXT) {
+        let (Some(first), Some(last)) = (hunk.first(), hunk.last()) else {
+            continue;
+        };
+        let (la, lb) = (first.old_range().start, first.new_range().start);
+        let (na, nb) = (last.old_range().end - la, last.new_range().end - lb);
+        let _ = writeln!(out, "@@ -{},{na} +{},{nb} @@", la + 1, lb + 1);
+        for op in &hunk {
+            for change in op.iter_changes(&a, &b) {
+                let line = change.value();
+                let _ = match change.tag() {
+                    ChangeTag::Equal => writeln!(out, " {line}"),
+                    ChangeTag::Delete => writeln!(out, "{}", paint("31", '-', line)),
+                    ChangeTag::Insert => writeln!(out, "{}", paint("32", '+', line)),
+                };
             }
         }
-        let hunk = &ops[start..end];
-        let na = hunk.iter().filter(|o| !matches!(o, Op::Add(_))).count();
-        let nb = hunk.iter().filter(|o| !matches!(o, Op::Del(_))).count();
-        let _ = writeln!(out, "@@ -{la},{na} +{lb},{nb} @@");
-        for o in hunk {
-            match o {
-                Op::Same(l) => {
-                    let _ = writeln!(out, " {l}");
-                }
-                Op::Del(l) => {
-                    let _ = writeln!(out, "{}", paint("31", format!("-{l}")));
-                }
-                Op::Add(l) => {
-                    let _ = writeln!(out, "{}", paint("32", format!("+{l}")));
-                }
-            }
-        }
-        k += 1;
     }
     out
 }
@@ -122,5 +142,19 @@ mod tests {
             "--- p\n+++ p (formatted)\n@@ -1,5 +1,5 @@\n a\n-b\n+B\n c\n d\n e\n@@ -8,3 +8,4 @@\n h\n i\n j\n+k\n"
         );
         assert_eq!(unified("p", old, old, false), "");
+    }
+
+    /// Every line changed in a file of 50,000 lines: a table of lines by lines
+    /// would need 10 GB; the diff must stay small and list every line once.
+    #[test]
+    fn large_files_diff_in_linear_space() {
+        let n = 50_000;
+        let old: String = (0..n).map(|i| format!("nodefer( t{i} )\n")).collect();
+        let new: String = (0..n).map(|i| format!("NoDefer(t{i})\n")).collect();
+        let diff = unified("p", &old, &new, false);
+        let removed = diff.lines().filter(|l| l.starts_with("-n")).count();
+        let added = diff.lines().filter(|l| l.starts_with("+N")).count();
+        assert_eq!((removed, added), (n, n));
+        assert!(diff.contains(&format!("@@ -1,{n} +1,{n} @@")));
     }
 }

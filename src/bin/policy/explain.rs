@@ -8,8 +8,9 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use toolpolicy::chars::escape;
 use toolpolicy::decision::CauseKind;
-use toolpolicy::explain::{Explanation, Status, explain};
+use toolpolicy::explain::{Explanation, Status, explain, note_plan};
 use toolpolicy::{Context, ItemRef, Policy, Registry, SkillList, Table};
 
 use crate::common::{self, CliError, Format};
@@ -134,12 +135,22 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     }
     let item = item_ref(item_name, registry.as_ref(), skills.as_ref());
     let note = not_listed(item_name, registry.as_ref(), skills.as_ref());
-    let explain_in = |ctx: &Context| {
-        explain(&policy, &table, ctx, &item).map_err(|e| CliError::Usage(e.to_string()))
+    let usage = |e: toolpolicy::ContextError| CliError::Usage(e.to_string());
+    let explain_in = |ctx: &Context| -> Result<Explanation, CliError> {
+        let mut e = explain(&policy, &table, ctx, &item).map_err(usage)?;
+        if let Some(r) = &registry {
+            note_plan(&mut e, &table, r).map_err(usage)?;
+        }
+        Ok(e)
     };
-    let main = explain_in(&base)?;
-    // Without a mode on a policy with modes, show every mode.
-    let per_mode: Vec<Explanation> = if args.mode.is_none() {
+    // Without a mode on a policy with modes there is no single answer (a
+    // mode-less context does not exist, SPEC 2.3): people get one row per
+    // mode; a script asked for one answer, so it must name the mode.
+    let per_mode = args.mode.is_none() && !policy.modes.is_empty();
+    if per_mode && args.format == Format::Json {
+        return Err(crate::runtime_args::mode_required(&policy.modes));
+    }
+    let explanations: Vec<Explanation> = if per_mode {
         policy
             .modes
             .iter()
@@ -151,20 +162,12 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             })
             .collect::<Result<_, _>>()?
     } else {
-        Vec::new()
+        vec![explain_in(&base)?]
     };
-    if args.format == Format::Json {
-        let mut doc = serde_json::to_value(&main).map_err(|e| CliError::Usage(e.to_string()))?;
-        if let Some(obj) = doc.as_object_mut() {
-            if !per_mode.is_empty() {
-                obj.insert(
-                    "modes".into(),
-                    serde_json::to_value(&per_mode).map_err(|e| CliError::Usage(e.to_string()))?,
-                );
-            }
-            if let Some(n) = &note {
-                obj.insert("note".into(), n.clone().into());
-            }
+    if let (Format::Json, [main]) = (args.format, explanations.as_slice()) {
+        let mut doc = serde_json::to_value(main).map_err(|e| CliError::Usage(e.to_string()))?;
+        if let (Some(obj), Some(n)) = (doc.as_object_mut(), &note) {
+            obj.insert("note".into(), n.clone().into());
         }
         common::print_json(&doc)?;
         return Ok(ExitCode::SUCCESS);
@@ -173,8 +176,10 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     if let Some(n) = &note {
         let _ = writeln!(out, "note: {n}\n");
     }
-    if per_mode.is_empty() {
-        render(&mut out, &policy, &main);
+    if !per_mode {
+        for e in &explanations {
+            render(&mut out, &policy, e);
+        }
     } else {
         let bot = args
             .bot
@@ -183,15 +188,15 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             .unwrap_or_default();
         let _ = writeln!(
             out,
-            "`{}` in each mode of {}{bot}:",
-            main.item, policy.source.name
+            "`{item_name}` in each mode of {}{bot}:",
+            policy.source.name
         );
-        let width = per_mode
+        let width = explanations
             .iter()
             .map(|e| e.context.mode.as_deref().unwrap_or("").chars().count())
             .max()
             .unwrap_or(0);
-        for e in &per_mode {
+        for e in &explanations {
             let rule = e
                 .cause
                 .rule
@@ -207,11 +212,11 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             );
         }
         out.push('\n');
-        for e in &per_mode {
+        for e in &explanations {
             render(&mut out, &policy, e);
         }
     }
-    print!("{out}");
+    print!("{}", escape(&out));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -264,6 +269,9 @@ pub fn render(out: &mut String, policy: &Policy, e: &Explanation) {
         e.cause.kind,
         cause_words(e.cause.kind)
     );
+    if let Some(why) = &e.not_declared {
+        let _ = writeln!(out, "  not declared: {why}");
+    }
     if let Some(r) = &e.cause.rule {
         // Point at the selector that matched, or at the whole statement.
         let (line, column, width) = match &e.cause.selector {

@@ -24,10 +24,11 @@ fn in_folder(dir: &Path, suffix: &str) -> Result<Vec<PathBuf>, CliError> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(io)? {
         let path = entry.map_err(io)?.path();
+        // Compared as bytes: a name that is not UTF-8 is still the user's
+        // file, and skipping it would report a folder clean unchecked.
         let named = path
             .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.ends_with(suffix));
+            .is_some_and(|n| n.as_encoded_bytes().ends_with(suffix.as_bytes()));
         if named && path.is_file() {
             found.push(path);
         }

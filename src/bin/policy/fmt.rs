@@ -3,15 +3,17 @@
 //! Rewrites each file in its canonical form (see `toolpolicy::format`). With
 //! `--check` nothing is written: the diff is shown and the command fails when a
 //! file would change. With `--stdout` the formatted text is printed instead of
-//! written. `-` reads a policy from standard input and prints it formatted. A
-//! file with errors is never formatted: its diagnostics are shown instead.
+//! written. `-` reads a policy from standard input and prints it formatted
+//! (with `--check`, only the diff). With `--format json` standard output is one
+//! JSON document, the formatted text included. A file with errors is never
+//! formatted: its diagnostics are shown instead.
 
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use serde::Serialize;
 use toolpolicy::Policy;
+use toolpolicy::chars::escape;
 use toolpolicy::format::{FormatError, format};
 
 use crate::common::{self, CliError, Format};
@@ -47,6 +49,9 @@ struct FileReport {
     status: Status,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     diagnostics: Vec<toolpolicy::render::JsonDiagnostic>,
+    /// The formatted text, for `-` and `--stdout`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    formatted: Option<String>,
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
@@ -65,9 +70,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let mut reports = Vec::new();
     for path in &paths {
         let (name, bytes) = if path == stdin {
-            let mut buf = Vec::new();
-            std::io::stdin()
-                .read_to_end(&mut buf)
+            let buf = toolpolicy::input::read_from(std::io::stdin().lock())
                 .map_err(|e| CliError::Io(path.clone(), e))?;
             ("<stdin>".to_string(), buf)
         } else {
@@ -89,12 +92,13 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             Err(FormatError::Invalid(e)) => {
                 if args.format != Format::Json {
                     eprint!("{}", common::render(args.format, &e.source, &e.diagnostics));
-                    eprintln!("{name}: not formatted, it has errors");
+                    eprintln!("{}: not formatted, it has errors", escape(&name));
                 }
                 reports.push(FileReport {
                     file: name,
                     status: Status::Invalid,
                     diagnostics: toolpolicy::render::to_json_shown(&e.source, &e.diagnostics),
+                    formatted: None,
                 });
                 continue;
             }
@@ -103,8 +107,16 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             }
         };
         let changed = formatted != text;
-        let status = if path == stdin || args.stdout {
-            print!("{formatted}");
+        // `-` prints the formatted text, except under `--check`, which only
+        // tells (a pre-commit hook pipes the buffer and reads the exit code).
+        let mut printed = None;
+        let status = if !args.check && (path == stdin || args.stdout) {
+            // In JSON the text goes into the report: one document on stdout.
+            if args.format == Format::Json {
+                printed = Some(formatted);
+            } else {
+                print!("{formatted}");
+            }
             if changed {
                 Status::Reformatted
             } else {
@@ -115,7 +127,11 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         } else if args.check {
             if args.format != Format::Json {
                 let color = args.format == Format::Human && common::color();
-                print!("{}", crate::diff::unified(&name, &text, &formatted, color));
+                let (old, new) = (escape(&text), escape(&formatted));
+                print!(
+                    "{}",
+                    crate::diff::unified(&escape(&name), &old, &new, color)
+                );
             }
             Status::WouldReformat
         } else {
@@ -126,6 +142,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             file: name,
             status,
             diagnostics: Vec::new(),
+            formatted: printed,
         });
     }
     let count = |s: Status| reports.iter().filter(|r| r.status == s).count();
@@ -138,7 +155,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             "unchanged": count(Status::Unchanged),
             "invalid": invalid,
         }))?,
-        _ if args.stdout || paths.iter().any(|p| p == stdin) => {}
+        _ if !args.check && (args.stdout || paths.iter().any(|p| p == stdin)) => {}
         _ => {
             let files = |n: usize| if n == 1 { "file" } else { "files" };
             let total = reports.len();

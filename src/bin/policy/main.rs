@@ -88,7 +88,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("{e}");
+            eprintln!("{}", toolpolicy::chars::escape(&e.to_string()));
             ExitCode::from(e.exit_code())
         }
     }

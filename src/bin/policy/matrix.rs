@@ -1,28 +1,36 @@
 //! The decision matrix of `policy explain --registry F` without an item:
 //! every tool of the registry (and skill of the list) by every mode, one
 //! symbol per cell, with a legend; in plain form one line per item.
+//!
+//! Each context is resolved once and each item matched against the policy's
+//! patterns once; a cell is then a walk over the item's matching rules. Rows
+//! are written as they are decided, never held together: 50 modes by 10,000
+//! tools is 326 MB of JSON.
 
-use std::fmt::Write as _;
+use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
 use serde::Serialize;
+use serde::ser::Serializer;
+use toolpolicy::chars::escape;
 use toolpolicy::decision::{CauseKind, Exposure};
-use toolpolicy::{Context, ItemRef, Policy, Registry, SkillList, Table};
+use toolpolicy::{Context, Decision, ItemRef, Policy, Registry, Resolved, SkillList, Table};
 
-use crate::common::{self, CliError, Format};
+use crate::common::{CliError, Format};
 use crate::explain::context_words;
 
+// Fields in alphabetical order, the order the JSON always had.
 #[derive(Serialize)]
-struct Cell {
-    mode: Option<String>,
-    exposure: Exposure,
+struct Cell<'a> {
     cause: CauseKind,
+    exposure: Exposure,
+    mode: Option<&'a str>,
 }
 
 #[derive(Serialize)]
-struct Row {
-    item: String,
-    cells: Vec<Cell>,
+struct Row<'a> {
+    cells: Vec<Cell<'a>>,
+    item: &'a str,
 }
 
 /// One symbol per decision: guards and search tools apart from other active
@@ -38,6 +46,59 @@ fn symbol(exposure: Exposure, cause: CauseKind) -> char {
 }
 
 const LEGEND: &str = "● active (declared from the start)   ○ deferred (in the catalog, found by searching)   · hidden\nG guard (always declared)   S search tool (declared while anything is deferred)";
+
+/// The items by the contexts, decided one row at a time.
+struct Matrix<'a> {
+    table: &'a Table,
+    modes: Vec<Option<String>>,
+    resolved: Vec<Resolved>,
+    items: Vec<(String, ItemRef<'a>)>,
+}
+
+impl Matrix<'_> {
+    /// Item `k`'s decision in every mode, its patterns matched once.
+    fn row(&self, k: usize) -> impl Iterator<Item = (Option<&str>, Decision)> + '_ {
+        let item = &self.items[k].1;
+        let matches = self.table.matching_rules(item);
+        self.modes
+            .iter()
+            .zip(&self.resolved)
+            .map(move |(m, r)| (m.as_deref(), self.table.decide_with(r, item, &matches)))
+    }
+
+    fn rows(&self) -> impl Iterator<Item = Row<'_>> + '_ {
+        (0..self.items.len()).map(|k| Row {
+            item: &self.items[k].0,
+            cells: self
+                .row(k)
+                .map(|(mode, d)| Cell {
+                    mode,
+                    exposure: d.exposure,
+                    cause: d.cause,
+                })
+                .collect(),
+        })
+    }
+}
+
+/// Every row, serialized as it is decided.
+struct Rows<'a>(&'a Matrix<'a>);
+
+impl Serialize for Rows<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.rows())
+    }
+}
+
+/// The JSON document, fields in alphabetical order as well.
+#[derive(Serialize)]
+struct Document<'a> {
+    bot: &'a Option<String>,
+    flags: &'a std::collections::BTreeSet<String>,
+    modes: &'a [Option<String>],
+    policy: &'a str,
+    rows: Rows<'a>,
+}
 
 /// Every tool of the registry (and skill of the list) by every mode (or the
 /// one given).
@@ -78,105 +139,106 @@ pub fn run(
                 .map(|s| (format!("skill:{}", s.name), ItemRef::from_skill(s))),
         )
         .collect();
-    let rows: Vec<Row> = items
-        .iter()
-        .map(|(name, item)| Row {
-            item: name.clone(),
-            cells: modes
-                .iter()
-                .zip(&resolved)
-                .map(|(m, r)| {
-                    let d = table.decide(r, item);
-                    Cell {
-                        mode: m.clone(),
-                        exposure: d.exposure,
-                        cause: d.cause,
-                    }
-                })
-                .collect(),
-        })
-        .collect();
-    match format {
+    let matrix = Matrix {
+        table,
+        modes,
+        resolved,
+        items,
+    };
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    let written = match format {
         Format::Json => {
-            common::print_json(&serde_json::json!({
-                "policy": policy.source.name,
-                "bot": base.bot,
-                "flags": base.flags,
-                "modes": modes,
-                "rows": rows,
-            }))?;
+            let doc = Document {
+                bot: &base.bot,
+                flags: &base.flags,
+                modes: &matrix.modes,
+                policy: &policy.source.name,
+                rows: Rows(&matrix),
+            };
+            serde_json::to_writer_pretty(&mut out, &doc)
+                .map_err(std::io::Error::from)
+                .and_then(|()| writeln!(out))
         }
-        Format::Plain => {
-            let mut out = String::new();
-            for row in &rows {
-                let cells: Vec<String> = row
-                    .cells
-                    .iter()
-                    .map(|c| match &c.mode {
-                        Some(m) => format!("{m}={} ({})", c.exposure, c.cause),
-                        None => format!("{} ({})", c.exposure, c.cause),
-                    })
-                    .collect();
-                let _ = writeln!(out, "{}: {}", row.item, cells.join(", "));
-            }
-            print!("{out}");
-        }
-        Format::Human => print!("{}", matrix_human(policy, base, &modes, &rows)),
-    }
+        Format::Plain => write_plain(&mut out, &matrix),
+        Format::Human => write_human(&mut out, policy, base, &matrix),
+    };
+    written
+        .and_then(|()| out.flush())
+        .map_err(|e| CliError::Usage(format!("cannot write to standard output: {e}")))?;
     Ok(ExitCode::SUCCESS)
 }
 
-fn matrix_human(policy: &Policy, base: &Context, modes: &[Option<String>], rows: &[Row]) -> String {
-    let mut out = String::new();
+fn write_plain(out: &mut impl Write, matrix: &Matrix<'_>) -> std::io::Result<()> {
+    for (k, (item, _)) in matrix.items.iter().enumerate() {
+        let cells: Vec<String> = matrix
+            .row(k)
+            .map(|(mode, d)| match mode {
+                Some(m) => format!("{m}={} ({})", d.exposure, d.cause),
+                None => format!("{} ({})", d.exposure, d.cause),
+            })
+            .collect();
+        writeln!(out, "{}", escape(&format!("{item}: {}", cells.join(", "))))?;
+    }
+    Ok(())
+}
+
+/// Writes a line without the padding at its end (padding is for the columns
+/// between cells), control characters from names escaped.
+fn line(out: &mut impl Write, text: &str) -> std::io::Result<()> {
+    writeln!(out, "{}", escape(text.trim_end()))
+}
+
+fn write_human(
+    out: &mut impl Write,
+    policy: &Policy,
+    base: &Context,
+    matrix: &Matrix<'_>,
+) -> std::io::Result<()> {
     let mut ctx = base.clone();
     ctx.mode = None;
     let who = match (&ctx.bot, ctx.flags.is_empty()) {
         (None, true) => String::new(),
         _ => format!(" ({})", context_words(&ctx).trim_start_matches("no mode, ")),
     };
-    let _ = writeln!(out, "{}{who}", policy.source.name);
-    let names: Vec<&str> = modes
+    line(out, &format!("{}{who}", policy.source.name))?;
+    let names: Vec<&str> = matrix
+        .modes
         .iter()
         .map(|m| m.as_deref().unwrap_or("decision"))
         .collect();
-    let first = rows
+    let first = matrix
+        .items
         .iter()
-        .map(|r| r.item.chars().count())
+        .map(|(name, _)| name.chars().count())
         .max()
         .unwrap_or(0)
         .max("deferred".len());
     let widths: Vec<usize> = names.iter().map(|n| n.chars().count().max(1)).collect();
-    let _ = write!(out, "  {:first$}", "");
+    let mut text = format!("  {:first$}", "");
     for (n, w) in names.iter().zip(&widths) {
-        let _ = write!(out, "  {n:w$}");
+        text += &format!("  {n:w$}");
     }
-    out.push('\n');
-    for row in rows {
-        let _ = write!(out, "  {:first$}", row.item);
-        for (c, w) in row.cells.iter().zip(&widths) {
-            let _ = write!(out, "  {:w$}", symbol(c.exposure, c.cause));
-        }
-        out.push('\n');
-    }
+    line(out, &text)?;
     // Per mode: how many are declared, deferred and hidden.
+    let mut counts = vec![[0usize; 3]; widths.len()];
+    for (k, (item, _)) in matrix.items.iter().enumerate() {
+        let mut text = format!("  {item:first$}");
+        for ((c, (_, d)), w) in counts.iter_mut().zip(matrix.row(k)).zip(&widths) {
+            text += &format!("  {:w$}", symbol(d.exposure, d.cause));
+            c[d.exposure as usize] += 1;
+        }
+        line(out, &text)?;
+    }
     for (what, exposure) in [
         ("active", Exposure::Active),
         ("deferred", Exposure::Deferred),
         ("hidden", Exposure::Hidden),
     ] {
-        let _ = write!(out, "  {what:first$}");
-        for (k, w) in widths.iter().enumerate() {
-            let n = rows
-                .iter()
-                .filter(|r| r.cells[k].exposure == exposure)
-                .count();
-            let _ = write!(out, "  {n:<w$}");
+        let mut text = format!("  {what:first$}");
+        for (c, w) in counts.iter().zip(&widths) {
+            text += &format!("  {:<w$}", c[exposure as usize]);
         }
-        out.push('\n');
+        line(out, &text)?;
     }
-    let _ = writeln!(out, "\n{LEGEND}");
-    // Padding is for the columns between cells, not for the ends of lines.
-    out.lines()
-        .map(|l| l.trim_end().to_string() + "\n")
-        .collect()
+    writeln!(out, "\n{LEGEND}")
 }

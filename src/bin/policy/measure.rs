@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 use toolpolicy::Context;
+use toolpolicy::chars::escape;
 
 use crate::common::{self, CliError, Format};
 use crate::runtime_args::{EngineArgs, thousands};
@@ -142,9 +143,9 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         }
         s
     };
-    println!("{}", line(&header));
+    println!("{}", escape(&line(&header)));
     for row in &cells {
-        println!("{}", line(&row.each_ref().map(String::as_str)));
+        println!("{}", escape(&line(&row.each_ref().map(String::as_str))));
     }
     println!(
         "\n`all`: every tool the context does not hide, declared; `declared`: the policy's first turn; \

@@ -2,6 +2,7 @@
 
 use std::process::ExitCode;
 
+use toolpolicy::chars::escape;
 use toolpolicy::runtime::{Plan, parse_provider};
 
 use crate::common::{self, CliError, Format};
@@ -37,7 +38,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     }
     match args.format {
         Format::Json => common::print_json(&plan.report())?,
-        _ => print!("{}", human(&plan)),
+        _ => print!("{}", escape(&human(&plan))),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,12 +1,14 @@
 //! `policy replay SCENARIO [--policy F] [--registry F] [--skills F]`
 //!
 //! The files may also be named by the scenario itself (`"policy"`,
-//! `"registry"`, `"skills"`, relative to the scenario file); flags win.
+//! `"registry"`, `"skills"`, relative to the scenario file and inside its
+//! folder); flags win.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use toolpolicy::runtime::{Scenario, StepReport, replay};
+use toolpolicy::chars::escape;
+use toolpolicy::runtime::{Scenario, StepReport, data_path, replay};
 
 use crate::common::{self, CliError, Format};
 use crate::runtime_args::{load_engine, names};
@@ -29,9 +31,24 @@ pub struct Args {
     format: Format,
 }
 
-/// A flag, or the scenario's own path resolved beside the scenario file.
-fn pick(flag: Option<PathBuf>, named: Option<&str>, scenario: &Path) -> Option<PathBuf> {
-    flag.or_else(|| named.map(|n| scenario.parent().unwrap_or_else(|| Path::new(".")).join(n)))
+/// A flag, or the scenario's own path, which must stay in the scenario's
+/// folder (SPEC 3.4); the flags are the way to point elsewhere.
+fn pick(
+    flag: Option<PathBuf>,
+    key: &str,
+    named: Option<&str>,
+    scenario: &Path,
+) -> Result<Option<PathBuf>, CliError> {
+    if flag.is_some() {
+        return Ok(flag);
+    }
+    let Some(named) = named else { return Ok(None) };
+    data_path(scenario, key, named).map(Some).map_err(|e| {
+        CliError::Usage(format!(
+            "bad scenario `{}`: {e}; pass `--{key}` to use a file elsewhere",
+            scenario.display()
+        ))
+    })
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
@@ -45,11 +62,26 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             "no {what}: pass `--{what}` or name it in the scenario's `\"{what}\"`"
         ))
     };
-    let policy = pick(args.policy, scenario.policy.as_deref(), &args.scenario)
-        .ok_or_else(|| missing("policy"))?;
-    let registry = pick(args.registry, scenario.registry.as_deref(), &args.scenario)
-        .ok_or_else(|| missing("registry"))?;
-    let skills = pick(args.skills, scenario.skills.as_deref(), &args.scenario);
+    let policy = pick(
+        args.policy,
+        "policy",
+        scenario.policy.as_deref(),
+        &args.scenario,
+    )?
+    .ok_or_else(|| missing("policy"))?;
+    let registry = pick(
+        args.registry,
+        "registry",
+        scenario.registry.as_deref(),
+        &args.scenario,
+    )?
+    .ok_or_else(|| missing("registry"))?;
+    let skills = pick(
+        args.skills,
+        "skills",
+        scenario.skills.as_deref(),
+        &args.scenario,
+    )?;
     let engine = load_engine(&policy, &registry, skills.as_deref(), args.format)?;
     let reports =
         replay(&engine, &scenario).map_err(|e| CliError::Usage(format!("replay stopped: {e}")))?;
@@ -58,7 +90,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         Format::Json => common::print_json(&reports)?,
         _ => {
             for (r, step) in reports.iter().zip(&scenario.steps) {
-                print!("{}", human(r, step));
+                print!("{}", escape(&human(r, step)));
             }
             if failures.is_empty() {
                 println!("{} steps replayed", reports.len());
@@ -72,7 +104,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         }
     }
     for f in &failures {
-        eprintln!("failed: {f}");
+        eprintln!("failed: {}", escape(f));
     }
     Ok(if failures.is_empty() {
         ExitCode::SUCCESS

@@ -84,13 +84,18 @@ pub fn require_mode(engine: &Engine, ctx: &Context) -> Result<(), CliError> {
     let snap = engine.snapshot();
     let modes = snap.table().modes();
     if ctx.mode.is_none() && !modes.is_empty() {
-        let list: Vec<String> = modes.iter().map(|m| format!("`{m}`")).collect();
-        return Err(CliError::Usage(format!(
-            "`--mode` is required: the policy declares {}",
-            list.join(", ")
-        )));
+        return Err(mode_required(modes));
     }
     Ok(())
+}
+
+/// The error for a command that needs `--mode` on a policy that declares `modes`.
+pub fn mode_required(modes: &[String]) -> CliError {
+    let list: Vec<String> = modes.iter().map(|m| format!("`{m}`")).collect();
+    CliError::Usage(format!(
+        "`--mode` is required: the policy declares {}",
+        list.join(", ")
+    ))
 }
 
 /// `1234567` as `1,234,567`.

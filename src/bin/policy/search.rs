@@ -2,6 +2,9 @@
 
 use std::process::ExitCode;
 
+use toolpolicy::chars::escape;
+use toolpolicy::runtime::ActivationResult;
+
 use crate::common::{self, CliError, Format};
 use crate::runtime_args::{ContextArgs, EngineArgs, names, session};
 
@@ -27,20 +30,23 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         .map_err(|e| CliError::Usage(e.to_string()))?;
     match args.format {
         Format::Json => common::print_json(&result)?,
-        _ => {
-            let list = |v: &[String]| names(v.iter().map(String::as_str));
-            println!("activated:          {}", list(&result.activated));
-            println!("already active:     {}", list(&result.already_active));
-            println!("unavailable:        {}", list(&result.unavailable));
-            if !result.over_limit.is_empty() {
-                println!("over the limit:     {}", list(&result.over_limit));
-            }
-            println!("other matches:      {}", list(&result.matches));
-            println!("remaining deferred: {}", result.remaining_deferred);
-            println!("\nthe model reads:\n{}", indent(&result.text));
-        }
+        _ => print!("{}", escape(&human(&result))),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn human(result: &ActivationResult) -> String {
+    let list = |v: &[String]| names(v.iter().map(String::as_str));
+    let mut out = format!("activated:          {}\n", list(&result.activated));
+    out += &format!("already active:     {}\n", list(&result.already_active));
+    out += &format!("unavailable:        {}\n", list(&result.unavailable));
+    if !result.over_limit.is_empty() {
+        out += &format!("over the limit:     {}\n", list(&result.over_limit));
+    }
+    out += &format!("other matches:      {}\n", list(&result.matches));
+    out += &format!("remaining deferred: {}\n", result.remaining_deferred);
+    out += &format!("\nthe model reads:\n{}\n", indent(&result.text));
+    out
 }
 
 pub fn indent(text: &str) -> String {
