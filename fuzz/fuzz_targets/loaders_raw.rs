@@ -39,7 +39,7 @@ fn plan(registry: Registry, skills: SkillList) {
     };
     let engine = Engine::new(policy, registry, skills);
     let Ok(session) = engine.session(Context::default()) else {
-        panic!("no mode is always a context");
+        panic!("a policy without modes takes a context without one");
     };
     let Ok(plan) = session.plan(&engine) else {
         panic!("the default context has no plan");

@@ -2,8 +2,8 @@
 //! loader accepts (generic, Anthropic, OpenAI Chat, OpenAI Responses, MCP),
 //! with `source` and `defer_loading` on the entry or on its wrapper, the whole
 //! bare or under `tools`. The loader must accept exactly the documents whose
-//! names are non-empty and unique, keep their order, and read each field
-//! back; otherwise it must name the first bad entry.
+//! names are non-empty, read as themselves and are unique, keep their order,
+//! and read each field back; otherwise it must name the first bad entry.
 
 #![no_main]
 
@@ -112,16 +112,27 @@ fn tool_json(t: &GenTool) -> Value {
     }
 }
 
+/// A name the model would read as another (SPEC 3.1): a control or
+/// invisible character, white space at either end, or white space other
+/// than single spaces.
+fn unreadable(name: &str) -> bool {
+    name.chars().any(toolpolicy::chars::is_hiding)
+        || name.starts_with(char::is_whitespace)
+        || name.ends_with(char::is_whitespace)
+        || name.contains(|c: char| c.is_whitespace() && c != ' ')
+        || name.contains("  ")
+}
+
 /// The entry the loader must name: the first with an empty name (entries are
-/// read in order), else the first repeating an earlier name (checked once
-/// all are read).
+/// read in order), else the first whose name is unreadable or repeats an
+/// earlier one (checked in one pass once all are read).
 fn first_bad<'a>(names: impl Iterator<Item = &'a str> + Clone) -> Option<usize> {
     let mut seen = std::collections::HashSet::new();
     let empty = names.clone().position(str::is_empty);
     empty.or_else(|| {
         names
             .enumerate()
-            .find(|(_, n)| !seen.insert(*n))
+            .find(|(_, n)| unreadable(n) || !seen.insert(*n))
             .map(|(i, _)| i)
     })
 }

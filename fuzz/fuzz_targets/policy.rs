@@ -59,13 +59,18 @@ fn items(policy: &Policy) -> Vec<(ItemKind, String, Option<String>)> {
     out
 }
 
-/// Contexts over the policy's own modes, bots and flags.
+/// Contexts over the policy's own modes, bots and flags, each one the
+/// policy accepts.
 fn contexts(policy: &Policy) -> Vec<Context> {
     let mut flags = std::collections::BTreeSet::new();
     for when in policy.rules.iter().filter_map(|r| r.when.as_ref()) {
         flags.insert(when.flag.clone());
     }
-    let mut out = vec![Context::default()];
+    // A policy that declares modes needs one in every context.
+    let mut out = Vec::new();
+    if policy.modes.is_empty() {
+        out.push(Context::default());
+    }
     for mode in policy.modes.iter().take(2) {
         out.push(Context::mode(mode.as_str()));
     }

@@ -175,10 +175,19 @@ fuzz_target!(|data: &[u8]| {
     let ctx = cases::context(&mut d);
     let mut s = match e.session(ctx) {
         Ok(s) => s,
-        Err(_) => match e.session(Context::default()) {
-            Ok(s) => s,
-            Err(err) => panic!("no mode is always a context: {err}"),
-        },
+        // A declared mode, or none when the policy declares none, is
+        // always a context.
+        Err(_) => {
+            let mode = e.snapshot().policy().modes.first().cloned();
+            let ctx = Context {
+                mode,
+                ..Context::default()
+            };
+            match e.session(ctx) {
+                Ok(s) => s,
+                Err(err) => panic!("a declared mode is rejected: {err}"),
+            }
+        }
     };
     for _ in 0..MAX_OPS {
         if d.is_empty() {
