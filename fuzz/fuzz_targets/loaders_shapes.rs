@@ -187,6 +187,20 @@ fn tools(input: &Input) {
     }
 }
 
+/// The first skill whose key is another skill's name or an earlier skill's
+/// key: it would pick a different skill depending on what is listed.
+fn first_bad_key(skills: &[GenSkill]) -> Option<usize> {
+    let mut keys = std::collections::HashSet::new();
+    skills.iter().enumerate().find_map(|(i, s)| {
+        let key = s.key.as_deref()?;
+        let other_name = skills
+            .iter()
+            .enumerate()
+            .any(|(j, o)| j != i && o.name == key);
+        (other_name || !keys.insert(key)).then_some(i)
+    })
+}
+
 fn skills(input: &Input) {
     let entries: Vec<Value> = input
         .skills
@@ -215,6 +229,14 @@ fn skills(input: &Input) {
         Value::Array(entries)
     };
     let loaded = SkillList::from_json(&doc.to_string());
+    let bad_name = first_bad(input.skills.iter().map(|s| s.name.as_str()));
+    if let (None, Some(i)) = (bad_name, first_bad_key(&input.skills)) {
+        match loaded {
+            Err(e) => assert_eq!(e.path, format!("skills[{i}].key"), "{e:?}"),
+            Ok(_) => panic!("skills[{i}].key picks two skills, and loaded:\n{doc}"),
+        }
+        return;
+    }
     match (
         first_bad(input.skills.iter().map(|s| s.name.as_str())),
         loaded,
