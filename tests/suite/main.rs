@@ -7,6 +7,7 @@ mod cli_tools;
 mod conformance;
 mod data_paths;
 mod diagnostics_doc;
+mod differential;
 mod fail_closed;
 mod fixtures;
 mod golden;
