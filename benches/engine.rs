@@ -629,9 +629,15 @@ fn criterion_dir() -> std::path::PathBuf {
 /// The median criterion estimated for a bench ID in this run, in nanoseconds.
 fn median(id: &str) -> Option<f64> {
     let (group, function) = id.split_once('/')?;
+    median_in(group, &function.replace('/', "_"))
+}
+
+/// The median of one bench, by criterion's folder names (a group's `/`
+/// becomes `_` there).
+fn median_in(group: &str, function: &str) -> Option<f64> {
     let path = criterion_dir()
         .join(group)
-        .join(function.replace('/', "_"))
+        .join(function)
         .join("new/estimates.json");
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
@@ -693,7 +699,8 @@ fn pathological_summary(ran: &[String]) {
         if !ran.contains(&id(large)) {
             continue;
         }
-        let (Some(a), Some(b)) = (median(&id(small)), median(&id(large))) else {
+        let of = |n: usize| median_in("check_pathological", &format!("{name}_{n}"));
+        let (Some(a), Some(b)) = (of(small), of(large)) else {
             continue;
         };
         if !header {
