@@ -305,11 +305,32 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
 /// [`edit_distance`], or `None` as soon as it is known to exceed `limit`.
 fn distance_within(a: &str, b: &str, limit: usize) -> Option<usize> {
     if a.is_ascii() && b.is_ascii() {
+        // Characters one has and the other lacks each need an edit: a cheap
+        // lower bound that rules most candidates out before the table.
+        if bag_distance(a.as_bytes(), b.as_bytes()) > limit {
+            return None;
+        }
         return levenshtein(a.as_bytes(), b.as_bytes(), limit);
     }
     let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
     levenshtein(&a, &b, limit)
+}
+
+/// The larger of the counts of characters of `a` not in `b` and of `b` not
+/// in `a` (as multisets): never more than the edit distance.
+fn bag_distance(a: &[u8], b: &[u8]) -> usize {
+    let mut count = [0i32; 128];
+    for &c in a {
+        count[usize::from(c & 0x7f)] += 1;
+    }
+    for &c in b {
+        count[usize::from(c & 0x7f)] -= 1;
+    }
+    let (more, fewer) = count.iter().fold((0, 0), |(m, f), &c| {
+        (m + c.max(0) as usize, f + (-c).max(0) as usize)
+    });
+    more.max(fewer)
 }
 
 fn levenshtein<T: PartialEq>(a: &[T], b: &[T], limit: usize) -> Option<usize> {
@@ -328,12 +349,14 @@ fn levenshtein<T: PartialEq>(a: &[T], b: &[T], limit: usize) -> Option<usize> {
     }
     for (i, ca) in a.iter().enumerate() {
         cur[0] = i + 1;
+        let mut least = cur[0];
         for (j, cb) in b.iter().enumerate() {
             let cost = usize::from(ca != cb);
             cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+            least = least.min(cur[j + 1]);
         }
         // A row's smallest entry never decreases in later rows.
-        if cur.iter().min().is_some_and(|&m| m > limit) {
+        if least > limit {
             return None;
         }
         std::mem::swap(&mut prev, &mut cur);
@@ -407,6 +430,18 @@ mod tests {
             ["a", "b", "c", "d"]
         );
         assert_eq!(normalize_line_breaks("a\rb\r\nc\nd"), "a\nb\nc\nd");
+    }
+
+    #[test]
+    fn distances_stop_past_their_limit() {
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("été", "ete"), 2);
+        assert_eq!(distance_within("kitten", "sitting", 3), Some(3));
+        assert_eq!(distance_within("kitten", "sitting", 2), None);
+        // Same letters, other order: the lower bound lets it through.
+        assert_eq!(distance_within("ab", "ba", 2), Some(2));
+        assert_eq!(bag_distance(b"ab", b"ba"), 0);
+        assert_eq!(bag_distance(b"abc", b"x"), 3);
     }
 
     #[test]
