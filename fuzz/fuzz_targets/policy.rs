@@ -1,6 +1,8 @@
 //! Arbitrary bytes as a policy file: parsing, checking, linting, rendering
 //! the diagnostics, compiling, deciding, and formatting.
 //!
+//! - the hand-written reader gives the tree and diagnostics of pest reading
+//!   the whole file;
 //! - a file that loads is UTF-8, its lints point into it, the table agrees
 //!   with the reference interpreter on items named after its own selectors,
 //!   and it formats: formatting twice changes nothing and the result parses
@@ -132,6 +134,15 @@ fn formatting(text: &str, policy: &Policy) {
 }
 
 fuzz_target!(|data: &[u8]| {
+    // The hand-written reader, with pest behind it for what it cannot read,
+    // reads every file exactly as pest reading the whole file does.
+    if let Ok(text) = std::str::from_utf8(data) {
+        assert_eq!(
+            toolpolicy::parse(text),
+            toolpolicy::parse_with_pest(text),
+            "the reader and pest differ"
+        );
+    }
     match Policy::from_bytes(NAME, data) {
         Ok(policy) => {
             let Ok(text) = std::str::from_utf8(data) else {
