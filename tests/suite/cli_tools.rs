@@ -2,10 +2,7 @@
 //! a user runs them. Every bundled policy ships an expectation file, and CI
 //! runs them all through this test.
 
-use std::io::Write as _;
-use std::process::{Command, Stdio};
-
-use crate::cli::{policy, root, scratch};
+use crate::cli::{policy, policy_with_stdin, root, scratch};
 
 pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -77,19 +74,7 @@ fn fmt_refuses_a_policy_with_errors_and_leaves_it_alone() {
 
 #[test]
 fn fmt_reads_standard_input() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_policy"))
-        .args(["fmt", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("policy runs");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(b"defer( a ,b )\n")
-        .expect("write");
-    let out = child.wait_with_output().expect("finishes");
+    let out = policy_with_stdin(&["fmt", "-"], b"defer( a ,b )\n");
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(text(&out.stdout), "Defer(a, b)\n");
 }

@@ -1,36 +1,13 @@
 //! Quiet traps: inputs that loaded or passed silently where a user expects to
 //! be told. Each test names its trap and fails on the code before the fix.
 
-use std::io::Write as _;
-use std::process::{Command, Output, Stdio};
-
 use toolpolicy::diag::Code;
 use toolpolicy::runtime::{CallOutcome, Engine, Scenario};
 use toolpolicy::{Context, Policy, SkillList};
 
-use crate::cli::policy;
-use crate::cli::scratch;
+use crate::cli::{policy, policy_with_stdin, scratch};
 use crate::cli_tools::text;
 use crate::runtime_support::example_registry;
-
-/// `policy ARGS...` with `input` on standard input.
-fn policy_with_stdin(args: &[&str], input: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_policy"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("policy runs");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(input)
-        .expect("write");
-    child.wait_with_output().expect("finishes")
-}
 
 #[test]
 fn fmt_check_on_standard_input_checks() {
