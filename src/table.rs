@@ -441,6 +441,23 @@ impl Table {
     pub fn search_order(&self, registry: &Registry) -> Vec<usize> {
         Self::ordered(&self.searches, registry)
     }
+
+    /// The tool names `search` statements give literally (no wildcard, no
+    /// `source:`), in policy order: the names the engine's own search tool
+    /// may take (SPEC 5.1).
+    pub fn search_names(&self) -> impl Iterator<Item = &str> {
+        self.searches
+            .iter()
+            .filter_map(|(kind, p)| match (kind, p) {
+                (SelectorKind::Tool, Pattern::Exact(name)) => Some(name.as_str()),
+                _ => None,
+            })
+    }
+
+    /// Whether the policy has any `search` statement.
+    pub fn has_search(&self) -> bool {
+        !self.searches.is_empty()
+    }
 }
 
 fn runtime_grants(rt: &RuntimeGrants, item: &ItemRef<'_>) -> bool {

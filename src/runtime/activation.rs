@@ -10,7 +10,9 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::catalog::{cut, sanitize};
+use super::engine::Snapshot;
 use super::evidence::ResultStatus;
+use super::own_tools::Delivery;
 
 /// At most this many other matches are reported by a search.
 pub const MAX_MATCHES: usize = 10;
@@ -57,8 +59,17 @@ fn tools(n: usize) -> &'static str {
 }
 
 impl ActivationResult {
-    /// Writes [`ActivationResult::text`] from the lists.
-    pub(crate) fn write_text(&mut self, verb: Verb, query: &str, limit: u32) {
+    /// Writes [`ActivationResult::text`] from the lists: each loaded tool
+    /// with its one-line summary and, for [`Delivery::CallThrough`], its
+    /// parameter schema (SPEC 5.1).
+    pub(crate) fn write_text(
+        &mut self,
+        verb: Verb,
+        query: &str,
+        limit: u32,
+        snap: &Snapshot,
+        delivery: Delivery<'_>,
+    ) {
         let mut t = String::new();
         let what = match verb {
             Verb::Search => "search",
@@ -74,13 +85,19 @@ impl ActivationResult {
             return;
         }
         if !self.activated.is_empty() {
-            let _ = writeln!(
-                t,
-                "Loaded {} {}, callable from your next step: {}.",
-                self.activated.len(),
-                tools(self.activated.len()),
-                list(&self.activated)
-            );
+            let n = self.activated.len();
+            let how = match delivery {
+                Delivery::Declared => "callable from your next step".to_string(),
+                Delivery::CallThrough(call) => format!(
+                    "call {} through `{}` with these parameters",
+                    if n == 1 { "it" } else { "them" },
+                    cut(&sanitize(call), 100)
+                ),
+            };
+            let _ = writeln!(t, "Loaded {n} {}, {how}:", tools(n));
+            for name in &self.activated {
+                loaded_line(&mut t, snap, name, delivery);
+            }
         }
         if !self.already_active.is_empty() {
             let _ = writeln!(t, "Already available: {}.", list(&self.already_active));
@@ -122,6 +139,24 @@ impl ActivationResult {
         let verb = if n == 1 { "remains" } else { "remain" };
         let _ = write!(t, "{n} {} {verb} on demand.", tools(n));
         self.text = t;
+    }
+}
+
+/// One loaded tool: `- `name`: summary`, and its schema for call-through.
+fn loaded_line(t: &mut String, snap: &Snapshot, name: &str, delivery: Delivery<'_>) {
+    let Some(i) = snap.registry().index_of(name) else {
+        return;
+    };
+    let summary = &snap.tools.summaries[i].text;
+    let shown = cut(&sanitize(name), 100);
+    if summary.is_empty() {
+        let _ = writeln!(t, "- `{shown}`");
+    } else {
+        let _ = writeln!(t, "- `{shown}`: {summary}");
+    }
+    if let Delivery::CallThrough(_) = delivery {
+        let schema = &snap.registry().tools()[i].parameters;
+        let _ = writeln!(t, "  parameters: {schema}");
     }
 }
 

@@ -40,6 +40,7 @@ pub mod catalog;
 mod engine;
 mod evidence;
 mod indices;
+mod own_tools;
 mod paths;
 mod plan;
 mod provider;
@@ -49,6 +50,9 @@ mod session;
 pub use activation::{ActivationResult, CallOutcome, MAX_MATCHES};
 pub use engine::{Engine, Snapshot, meter_len};
 pub use evidence::ResultStatus;
+pub use own_tools::{
+    DEFAULT_CALL_TOOL, DEFAULT_SEARCH_TOOL, Delivery, call_tool, declaration_tokens, search_tool,
+};
 pub use paths::data_path;
 pub use plan::{Plan, PlanReport, Tokens};
 pub use provider::{Provider, ProviderNames, is_valid_provider_name, parse_provider};

@@ -44,6 +44,13 @@ pub(crate) struct BasePlan {
     pub hidden: Box<[u32]>,
     /// The search tools declared in this context, in declaration order.
     pub search_tools: Box<[u32]>,
+    /// How many guards open `declared`: the search tools follow them.
+    pub guards_len: usize,
+    /// The name of the search tool the model is told about (SPEC 5.1), while
+    /// anything is deferred: the first name a `search` statement gives, else
+    /// the first declared registry search tool, else `tool_search` when the
+    /// policy has no `search` statement and the registry no tool of that name.
+    pub search_name: Option<Box<str>>,
     pub catalog: String,
     /// Listed skills, in listing order.
     pub skills: Box<[u32]>,
@@ -125,9 +132,24 @@ impl BasePlan {
             })
             .collect();
 
-        let search_tool = search_tools
-            .first()
-            .map(|&i| tools[i as usize].name.as_str());
+        let search_name: Option<Box<str>> = if deferred.is_empty() {
+            None
+        } else {
+            table
+                .search_names()
+                .next()
+                .or_else(|| {
+                    search_tools
+                        .first()
+                        .map(|&i| tools[i as usize].name.as_str())
+                })
+                .or_else(|| {
+                    let default = super::own_tools::DEFAULT_SEARCH_TOOL;
+                    (!table.has_search() && registry.index_of(default).is_none()).then_some(default)
+                })
+                .map(Into::into)
+        };
+        let search_tool = search_name.as_deref();
         let data = &snap.tools;
         let signatures = settings.catalog_params.then(|| data.signatures());
         let catalog = catalog::build_catalog(
@@ -176,6 +198,8 @@ impl BasePlan {
             deferred: deferred.into_boxed_slice(),
             hidden: hidden.into_boxed_slice(),
             search_tools,
+            guards_len: guards_end,
+            search_name,
             catalog,
             skills,
             skills_block,
@@ -216,8 +240,8 @@ pub struct Tokens {
 /// base plan and carries only the session's activations.
 #[derive(Debug, Clone)]
 pub struct Plan {
-    snapshot: Arc<Snapshot>,
-    base: Arc<BasePlan>,
+    pub(super) snapshot: Arc<Snapshot>,
+    pub(super) base: Arc<BasePlan>,
     /// Activated tools the plan declares, in first-activation order.
     activated: Vec<u32>,
     /// The same, sorted: whether a tool is activated is asked per deferred

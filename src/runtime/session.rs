@@ -24,6 +24,7 @@ use super::activation::{ActivationResult, CallOutcome, MAX_MATCHES, Verb};
 use super::engine::{Engine, Snapshot};
 use super::evidence::{EvidenceLog, ResultStatus};
 use super::indices::IndexList;
+use super::own_tools::Delivery;
 use super::plan::{BasePlan, Plan, ToolState};
 
 /// One chat's state. Not shared: each chat owns its session.
@@ -230,7 +231,27 @@ impl Session {
         names: &[S],
         status: ResultStatus,
     ) -> Result<ActivationResult, ContextError> {
-        self.activate(engine, Verb::Search, query, names, status)
+        self.activate(
+            engine,
+            Verb::Search,
+            query,
+            names,
+            status,
+            Delivery::Declared,
+        )
+    }
+
+    /// A search whose result text speaks for a front end's [`Delivery`]
+    /// (SPEC 5.1): with call-through it carries each loaded tool's schema.
+    pub fn search_for<S: AsRef<str>>(
+        &mut self,
+        engine: &Engine,
+        query: &str,
+        names: &[S],
+        status: ResultStatus,
+        delivery: Delivery<'_>,
+    ) -> Result<ActivationResult, ContextError> {
+        self.activate(engine, Verb::Search, query, names, status, delivery)
     }
 
     /// A load (SPEC 3.3): activates the named deferred tools, at most
@@ -250,7 +271,18 @@ impl Session {
         names: &[S],
         status: ResultStatus,
     ) -> Result<ActivationResult, ContextError> {
-        self.activate(engine, Verb::Load, "", names, status)
+        self.activate(engine, Verb::Load, "", names, status, Delivery::Declared)
+    }
+
+    /// A load whose result text speaks for a front end's [`Delivery`].
+    pub fn load_for<S: AsRef<str>>(
+        &mut self,
+        engine: &Engine,
+        names: &[S],
+        status: ResultStatus,
+        delivery: Delivery<'_>,
+    ) -> Result<ActivationResult, ContextError> {
+        self.activate(engine, Verb::Load, "", names, status, delivery)
     }
 
     /// Search and load: exact names first, then (for a search) the query's
@@ -262,6 +294,7 @@ impl Session {
         query: &str,
         names: &[S],
         status: ResultStatus,
+        delivery: Delivery<'_>,
     ) -> Result<ActivationResult, ContextError> {
         let (snap, base) = self.prepare(engine)?;
         let limit = base.settings.max_activations as usize;
@@ -288,7 +321,7 @@ impl Session {
             self.record_added(&snap, &out.activated);
         }
         out.remaining_deferred = self.remaining(&base);
-        out.write_text(verb, query, base.settings.max_activations);
+        out.write_text(verb, query, base.settings.max_activations, &snap, delivery);
         Ok(out)
     }
 

@@ -1,0 +1,320 @@
+//! The engine's own tools (SPEC 5.1): the search tool and the call-through
+//! tool, defined once here so that every front end (the MCP gateway, the Node
+//! binding, a Rust host) offers the model the same definitions and reads it
+//! the same result texts.
+//!
+//! The plan itself declares registry tools only (SPEC 3.2); a front end adds
+//! these with [`Plan::own_tools`], or takes the whole list in order with
+//! [`Plan::tool_list`]. A registry entry of the same name wins: the engine
+//! then defines nothing of that name.
+
+use std::borrow::Cow;
+
+use serde_json::{Map, Value, json};
+
+use crate::registry::Tool;
+
+use super::engine::{declaration_len, tokens_of_len};
+use super::plan::Plan;
+
+/// The search tool's name where the policy has no `search` statement.
+pub const DEFAULT_SEARCH_TOOL: &str = "tool_search";
+
+/// The call-through tool's name unless a front end configures another.
+pub const DEFAULT_CALL_TOOL: &str = "call_tool";
+
+/// How a front end hands the model the tools a search or load activates
+/// (SPEC 5.2): it decides what the search tool's description and result say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Delivery<'a> {
+    /// Activated tools are declared from the next step (a host that rebuilds
+    /// its tool list every turn, or an MCP client that follows
+    /// `tools/list_changed`).
+    #[default]
+    Declared,
+    /// The declared list never changes: activated tools are reached through
+    /// the call-through tool of this name, and a search result carries each
+    /// loaded tool's parameter schema, the model's only way to see it.
+    CallThrough(&'a str),
+}
+
+fn own(name: &str, description: String, parameters: Value) -> Tool {
+    Tool {
+        name: name.to_string(),
+        description,
+        parameters,
+        source: None,
+        defer_loading: false,
+        extra: Map::new(),
+    }
+}
+
+/// The search tool's definition: what it does, how loaded tools are reached,
+/// and the catalog of what it can find.
+pub fn search_tool(name: &str, catalog: &str, delivery: Delivery<'_>) -> Tool {
+    let mut description = String::from(
+        "Find tools that are not loaded yet and load them. Say what you want to do in `query`, \
+         in plain words of any language, or give exact tool names in `names`.",
+    );
+    match delivery {
+        Delivery::Declared => {
+            description.push_str(" Loaded tools can be called from your next step.")
+        }
+        Delivery::CallThrough(call) => {
+            description.push_str(&format!(
+                " Loaded tools are not added to your tool list: call them through `{call}`, \
+                 with the parameters this tool's result shows."
+            ));
+        }
+    }
+    if !catalog.is_empty() {
+        description.push_str("\n\n");
+        description.push_str(catalog);
+    }
+    let parameters = json!({
+        "type": "object",
+        "properties": {
+            "query": {
+                "type": "string",
+                "description": "What you want to do, in plain words."
+            },
+            "names": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Exact names of tools to load."
+            }
+        },
+        "required": ["query"]
+    });
+    own(name, description, parameters)
+}
+
+/// The call-through tool's definition.
+pub fn call_tool(name: &str) -> Tool {
+    let parameters = json!({
+        "type": "object",
+        "properties": {
+            "name": {
+                "type": "string",
+                "description": "The tool's exact name, as the search result gave it."
+            },
+            "arguments": {
+                "type": "object",
+                "description": "The tool's arguments, as its parameters say."
+            }
+        },
+        "required": ["name"]
+    });
+    own(
+        name,
+        "Call a tool that a search loaded, by its exact name, with its arguments. Use it for \
+         every tool that is not in your tool list."
+            .to_string(),
+        parameters,
+    )
+}
+
+/// Meter tokens of one definition (SPEC 3.2): a quarter token per character
+/// of its compact `{name, description, parameters}`.
+pub fn declaration_tokens(tool: &Tool) -> u64 {
+    u64::from(tokens_of_len(declaration_len(tool)))
+}
+
+impl Plan {
+    /// The name of the search tool the model is told about, while anything
+    /// is deferred: the first name a `search` statement gives, else the first
+    /// registry search tool declared, else [`DEFAULT_SEARCH_TOOL`] when the
+    /// policy has no `search` statement (and the registry no tool of that
+    /// name: name it in a `search` statement to make it the search tool).
+    pub fn search_tool_name(&self) -> Option<&str> {
+        self.base.search_name.as_deref()
+    }
+
+    fn in_registry(&self, name: &str) -> bool {
+        self.snapshot.registry().index_of(name).is_some()
+    }
+
+    /// The engine's definitions a front end declares besides the plan's
+    /// registry tools: the search tool where the registry does not define it,
+    /// and, for [`Delivery::CallThrough`], the call-through tool where the
+    /// registry does not define it. Both only while anything is deferred.
+    pub fn own_tools(&self, delivery: Delivery<'_>) -> Vec<Tool> {
+        let mut out = Vec::new();
+        if let Some(name) = self.search_tool_name()
+            && !self.in_registry(name)
+        {
+            out.push(search_tool(name, self.catalog(), delivery));
+        }
+        if let Delivery::CallThrough(call) = delivery
+            && !self.base.deferred.is_empty()
+            && !self.in_registry(call)
+            && Some(call) != self.search_tool_name()
+        {
+            out.push(call_tool(call));
+        }
+        out
+    }
+
+    /// The whole list a front end declares, in a cache-stable order: guards,
+    /// the engine's search tool, the registry's search tools, the
+    /// call-through tool, active tools, then activated tools (SPEC 3.2 with
+    /// the engine's own tools in their places).
+    pub fn tool_list(&self, delivery: Delivery<'_>) -> Vec<Cow<'_, Tool>> {
+        let own = self.own_tools(delivery);
+        let mut own = own.into_iter().peekable();
+        let search_own = own
+            .peek()
+            .is_some_and(|t| Some(t.name.as_str()) == self.search_tool_name());
+        let guards = self.base.guards_len;
+        let discovery = guards + self.base.search_tools.len();
+        let mut out = Vec::with_capacity(self.declared_len() + 2);
+        for (k, tool) in self.declared().enumerate() {
+            if k == guards && search_own {
+                out.extend(own.next().map(Cow::Owned));
+            }
+            if k == discovery {
+                out.extend(own.by_ref().map(Cow::Owned));
+            }
+            out.push(Cow::Borrowed(tool));
+        }
+        out.extend(own.map(Cow::Owned));
+        out
+    }
+
+    /// Meter tokens of [`Plan::tool_list`]: the plan's declared tokens and
+    /// the engine's own definitions.
+    pub fn tool_list_tokens(&self, delivery: Delivery<'_>) -> u64 {
+        self.tokens().declared
+            + self
+                .own_tools(delivery)
+                .iter()
+                .map(declaration_tokens)
+                .sum::<u64>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::{Engine, ResultStatus};
+    use crate::{Context, Policy, Registry, SkillList};
+
+    fn engine(policy: &str) -> Engine {
+        let policy = Policy::parse("p.policy", policy).unwrap();
+        let registry = Registry::from_json(
+            r#"[
+                {"name": "guard_me", "description": "Always there."},
+                {"name": "Read", "description": "Read a file. Returns its text."},
+                {"name": "WebFetch", "description": "Fetch a web page. Returns markdown.",
+                 "parameters": {"type": "object", "properties": {"url": {"type": "string"}}}},
+                {"name": "Secret", "description": "Never shown."}
+            ]"#,
+        )
+        .unwrap();
+        Engine::new(policy, registry, SkillList::default())
+    }
+
+    fn names(list: &[Cow<'_, Tool>]) -> Vec<String> {
+        list.iter().map(|t| t.name.clone()).collect()
+    }
+
+    #[test]
+    fn default_search_tool_where_the_policy_has_none() {
+        let e = engine("guard guard_me\nDefer(WebFetch)\nHide(Secret)\n");
+        let chat = e.session(Context::default()).unwrap();
+        let plan = chat.plan(&e).unwrap();
+        assert_eq!(plan.search_tool_name(), Some(DEFAULT_SEARCH_TOOL));
+        let list = plan.tool_list(Delivery::Declared);
+        assert_eq!(names(&list), ["guard_me", "tool_search", "Read"]);
+        let search = &list[1];
+        assert!(search.description.contains("- WebFetch: Fetch a web page."));
+        assert!(!search.description.contains("Secret"));
+        assert_eq!(search.parameters["required"], json!(["query"]));
+        assert_eq!(
+            plan.tool_list_tokens(Delivery::Declared),
+            list.iter().map(|t| declaration_tokens(t)).sum::<u64>()
+        );
+    }
+
+    #[test]
+    fn the_first_search_statement_names_it_and_a_registry_entry_wins() {
+        let e = engine("search find_tools\nsearch Read\nDefer(WebFetch)\n");
+        let plan = e.session(Context::default()).unwrap().plan(&e).unwrap();
+        assert_eq!(plan.search_tool_name(), Some("find_tools"));
+        let list = plan.tool_list(Delivery::CallThrough(DEFAULT_CALL_TOOL));
+        assert_eq!(
+            names(&list),
+            ["find_tools", "Read", "call_tool", "guard_me", "Secret"]
+        );
+        // Read is in the registry: its own definition is declared, none made.
+        assert_eq!(list[1].description, "Read a file. Returns its text.");
+        assert!(list[0].description.contains("through `call_tool`"));
+        assert_eq!(list[2].parameters["required"], json!(["name"]));
+        // A registry tool of the search tool's name is its definition.
+        let e = engine("search Read\nDefer(WebFetch)\n");
+        let plan = e.session(Context::default()).unwrap().plan(&e).unwrap();
+        assert_eq!(plan.search_tool_name(), Some("Read"));
+        assert!(plan.own_tools(Delivery::Declared).is_empty());
+    }
+
+    #[test]
+    fn nothing_deferred_means_no_own_tools() {
+        let e = engine("NoDefer(*)\n");
+        let plan = e.session(Context::default()).unwrap().plan(&e).unwrap();
+        assert_eq!(plan.search_tool_name(), None);
+        assert!(
+            plan.own_tools(Delivery::CallThrough("call_tool"))
+                .is_empty()
+        );
+        assert_eq!(
+            plan.tool_list(Delivery::Declared).len(),
+            plan.declared_len()
+        );
+    }
+
+    #[test]
+    fn results_list_summaries_and_call_through_schemas() {
+        let e = engine("max_activations = 1\nDefer(WebFetch, Read)\nHide(Secret)\n");
+        let mut chat = e.session(Context::default()).unwrap();
+        let r = chat.search(&e, "fetch a web page", &[] as &[&str]).unwrap();
+        assert_eq!(r.activated, ["WebFetch"]);
+        assert!(
+            r.text.starts_with(
+                "Loaded 1 tool, callable from your next step:\n- `WebFetch`: Fetch a web page.\n"
+            ),
+            "{}",
+            r.text
+        );
+        assert!(!r.text.contains("parameters:"));
+        let r = chat
+            .load_for(
+                &e,
+                &["Read"],
+                ResultStatus::Ok,
+                Delivery::CallThrough("call_tool"),
+            )
+            .unwrap();
+        assert!(
+            r.text.starts_with(
+                "Loaded 1 tool, call it through `call_tool` with these parameters:\n\
+                 - `Read`: Read a file.\n  parameters: {\"properties\":{},\"type\":\"object\"}\n"
+            ),
+            "{}",
+            r.text
+        );
+        let r = chat
+            .search_for(
+                &e,
+                "",
+                &["Secret", "Nope"],
+                ResultStatus::Ok,
+                Delivery::CallThrough("call_tool"),
+            )
+            .unwrap();
+        // Unavailable names are reported alike, hidden or unknown.
+        assert!(
+            r.text
+                .contains("Not available in this chat: `Secret`, `Nope`.")
+        );
+    }
+}
