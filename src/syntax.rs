@@ -158,7 +158,18 @@ impl<'t> Lower<'t> {
         // without failing wherever an item can start.
         let mut recovered = None;
         let item_span = match fast::recovered_end(text, start) {
-            Some(end) => Span::new(start, end),
+            Some(end) => {
+                // A rule left open at the end of its line, the commonest
+                // half-typed line: where the reading fails is plain, and so
+                // is the error there.
+                if let Some(d) = fast::unclosed_rule_fails_at(text, start)
+                    .and_then(|pos| self.unclosed_paren(start, pos))
+                {
+                    self.diags.push(d);
+                    return (None, end.max(start + 1).min(text.len()));
+                }
+                Span::new(start, end)
+            }
             None => {
                 let found = PolicyParser::parse(Rule::recovery_here, &text[start..])
                     .ok()
@@ -384,6 +395,41 @@ impl<'t> Lower<'t> {
         starts.partition_point(|&s| s <= pos)
     }
 
+    /// The error of a rule whose `)` is missing, when the reading of the item
+    /// at `base` fails at `pos`: newlines may stand inside `( )`, so a missing
+    /// `)` shows up lines later, or at the end of the file. `None` for any
+    /// other error. It depends on the failure's place alone, not on what pest
+    /// expected there, so the reader can say it without asking pest.
+    fn unclosed_paren(&self, base: usize, pos: usize) -> Option<Diagnostic> {
+        let text = self.text;
+        let open = base + open_paren_before(&text[base..pos])?;
+        let here = text[pos..].chars().next();
+        match here {
+            None => Some(
+                Diagnostic::new(
+                    Code::Syntax,
+                    Span::new(pos, pos),
+                    "unclosed `(`: the file ends inside a rule",
+                )
+                .with_help("close the rule with `)`"),
+            ),
+            Some(c) if c != ',' && c != ')' && text[open..pos].contains(['\n', '\r']) => {
+                let (found, line) = (self.found(pos), self.line_of(pos));
+                Some(
+                    Diagnostic::new(
+                        Code::Syntax,
+                        Span::new(open, open + 1),
+                        "this `(` is never closed",
+                    )
+                    .with_help(format!(
+                        "close the rule with `)`; the parser was still inside it at {found} on line {line}"
+                    )),
+                )
+            }
+            Some(_) => None,
+        }
+    }
+
     /// A diagnostic from pest's error for an input that starts at `base`.
     fn pest_error(&self, e: &pest::error::Error<Rule>, base: usize) -> Diagnostic {
         let text = self.text;
@@ -400,6 +446,9 @@ impl<'t> Lower<'t> {
             ErrorVariant::ParsingError { positives, .. } => positives.clone(),
             ErrorVariant::CustomError { .. } => Vec::new(),
         };
+        if let Some(d) = self.unclosed_paren(base, pos) {
+            return d;
+        }
         let found = self.found(pos);
         // The statement this error sits in, for the special cases below. Only
         // the item's own text is looked at, never the file before it.
@@ -407,23 +456,7 @@ impl<'t> Lower<'t> {
             .rfind(['\n', '\r'])
             .map_or(base, |i| base + i + 1);
         let before = text[line_start..pos].trim_end();
-        let open_paren = open_paren_before(&text[base..pos]).map(|i| base + i);
-        let in_rule_args = open_paren.is_some();
-        if let Some(open) = open_paren
-            && text[open..pos].contains(['\n', '\r'])
-            && here.is_some_and(|c| c != ',' && c != ')')
-        {
-            // Newlines may stand inside `( )`, so a missing `)` shows up lines later.
-            let line = self.line_of(pos);
-            return Diagnostic::new(
-                Code::Syntax,
-                Span::new(open, open + 1),
-                "this `(` is never closed",
-            )
-            .with_help(format!(
-                "close the rule with `)`; the parser was still inside it at {found} on line {line}"
-            ));
-        }
+        let in_rule_args = open_paren_before(&text[base..pos]).is_some();
         if here == Some('(') && in_rule_args {
             return Diagnostic::new(
                 Code::NestedRule,
@@ -448,14 +481,6 @@ impl<'t> Lower<'t> {
             .with_help(
                 "`*` is the only wildcard; quote the pattern to match the character literally: `\"a?b\"`",
             );
-        }
-        if here.is_none() && in_rule_args {
-            return Diagnostic::new(
-                Code::Syntax,
-                at,
-                "unclosed `(`: the file ends inside a rule",
-            )
-            .with_help("close the rule with `)`");
         }
         let expected = describe_expected(&positives);
         let message = if expected.is_empty() {

@@ -85,6 +85,58 @@ pub(super) fn recovered_end(text: &str, start: usize) -> Option<usize> {
     }
 }
 
+/// Where reading the item at `start` fails, in the plain case of a rule
+/// whose line ends inside its `( )`: `word(a, b` and a line break, then
+/// blank lines, then anything but `,` or `)` (or the end of the file). The
+/// grammar lets the rule go on over line breaks, so pest fails at that first
+/// character after them, where it expected `,` or `)`. `None` for any other
+/// shape (quotes, comments, a trailing comma, a selector on the next line):
+/// pest reads those.
+pub(super) fn unclosed_rule_fails_at(text: &str, start: usize) -> Option<usize> {
+    let s = text.as_bytes();
+    let blanks = |mut i: usize| {
+        while matches!(s.get(i), Some(b' ' | b'\t')) {
+            i += 1;
+        }
+        i
+    };
+    let run = |mut i: usize, f: fn(u8) -> bool| {
+        while s.get(i).copied().is_some_and(f) {
+            i += 1;
+        }
+        i
+    };
+    // `rule_word`, then `(`.
+    if !s.get(start)?.is_ascii_alphabetic() {
+        return None;
+    }
+    let mut i = blanks(run(start, |b| b.is_ascii_alphanumeric() || b == b'_'));
+    if s.get(i) != Some(&b'(') {
+        return None;
+    }
+    // Bare selectors separated by commas, all on the rule's line.
+    loop {
+        let from = blanks(i + 1);
+        let end = run(from, is_name_char);
+        if end == from {
+            return None;
+        }
+        i = blanks(end);
+        if s.get(i) != Some(&b',') {
+            break;
+        }
+    }
+    // The line ends there; blank lines after it are read as the rule's.
+    crate::diag::line_break_len(s, i)?;
+    while let Some(n) = crate::diag::line_break_len(s, i) {
+        i = blanks(i + n);
+    }
+    match s.get(i) {
+        Some(b',' | b')' | b'#') => None,
+        _ => Some(i),
+    }
+}
+
 /// The grammar's `item_start` at `i`: `}`, a keyword, `word(` or `key =`.
 fn starts_item(s: &[u8], i: usize) -> bool {
     if s[i] == b'}' {
@@ -585,6 +637,34 @@ Mode chat {}
         }
     }
 
+    /// A rule left open at the end of its line is diagnosed by hand; every
+    /// variant around that shape must say what pest says.
+    #[test]
+    fn unclosed_rules_read_by_hand_agree_with_pest() {
+        for src in [
+            "Defer(a\nDefer(b\n",
+            "Defer(a\n",
+            "Defer(a",
+            "Defer(a\r\n\r\n  \n",
+            "Defer(a\rHide(b\r",
+            "Defer( a , b\t\n  x",
+            "Defer(a\n  , b)",
+            "Defer(a\n)",
+            "Defer(a\n# c\nx",
+            "Defer(a # (\nx",
+            "Defer(a,\nb\nc",
+            "Defer(\"a\"\nx",
+            "Defer (a\n}",
+            "Defer(a\n{",
+            "Defer(a\né",
+            "mode(a\nx",
+            "Defer(skill:\nx",
+            "Defer(a\n\n\nmode m {\n}\n",
+        ] {
+            agrees(src);
+        }
+    }
+
     /// Tokens that policies are made of, well and badly placed.
     fn token() -> impl Strategy<Value = &'static str> {
         prop::sample::select(vec![
@@ -660,6 +740,8 @@ Mode chat {}
                     "Defer(a", "  b,", "c) d", "Hide(", "NoDefer (x", "x = 1", "_k =", "k=",
                     "guard g", "guardx(", "search", "bot", "mode m {", "when(", "}", "{",
                     "# c", "", "  ", "a b", "Defer(a) }", "x ( y", "Grant(\"q", "1(",
+                    "Defer(a, b", "Hide( a ,b\t", "Defer(a,", ",", ")", ", c)", "Defer(a #",
+                    "Hide(s:x*", "Defer(a\t", "\t)", "Grant(a) # (",
                 ]),
                 0..30,
             ),
