@@ -2,6 +2,7 @@
 //!
 //! Rendering lives in `render`; nothing here decides how a diagnostic looks.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use crate::ast::Span;
@@ -167,13 +168,15 @@ pub struct Diagnostic {
     pub code: Code,
     pub severity: Severity,
     /// Lowercase, no trailing period, the user's input in backticks.
-    pub message: String,
+    /// Borrowed where the text is fixed: a file can hold a million errors,
+    /// and two allocations each were most of the cost of reading it.
+    pub message: Cow<'static, str>,
     pub span: Span,
-    pub help: Option<String>,
+    pub help: Option<Cow<'static, str>>,
 }
 
 impl Diagnostic {
-    pub fn new(code: Code, span: Span, message: impl Into<String>) -> Self {
+    pub fn new(code: Code, span: Span, message: impl Into<Cow<'static, str>>) -> Self {
         Diagnostic {
             code,
             severity: code.severity(),
@@ -183,7 +186,7 @@ impl Diagnostic {
         }
     }
 
-    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+    pub fn with_help(mut self, help: impl Into<Cow<'static, str>>) -> Self {
         self.help = Some(help.into());
         self
     }

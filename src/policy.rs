@@ -582,7 +582,7 @@ mod tests {
             Err(e) => e
                 .diagnostics
                 .into_iter()
-                .map(|d| (d.code, d.message))
+                .map(|d| (d.code, d.message.into_owned()))
                 .collect(),
         }
     }

@@ -28,13 +28,13 @@ pub fn to_json(file: &SourceFile, d: &Diagnostic) -> JsonDiagnostic {
     JsonDiagnostic {
         code: d.code.as_str().to_string(),
         severity: d.severity.as_str(),
-        message: d.message.clone(),
+        message: d.message.to_string(),
         file: file.name.clone(),
         line,
         column,
         end_line,
         end_column,
-        help: d.help.clone(),
+        help: d.help.as_deref().map(str::to_string),
     }
 }
 

@@ -153,7 +153,7 @@ fn linting_a_long_rule_is_not_quadratic() {
     let repeats: Vec<&str> = diags
         .iter()
         .filter(|d| d.code == toolpolicy::diag::Code::Redundant)
-        .map(|d| d.message.as_str())
+        .map(|d| d.message.as_ref())
         .collect();
     assert_eq!(repeats.len(), 2, "{repeats:?}");
     assert!(

@@ -131,7 +131,7 @@ fn a_megabyte_of_one_character() {
 fn half_typed_rules_are_each_reported() {
     let text: String = (0..40).map(|i| format!("Defer(a{i}\n")).collect();
     let e = Policy::parse("bad", text).expect_err("invalid");
-    let messages: Vec<&str> = e.diagnostics.iter().map(|d| d.message.as_str()).collect();
+    let messages: Vec<&str> = e.diagnostics.iter().map(|d| d.message.as_ref()).collect();
     assert_eq!(messages.len(), 40);
     // Each line's `(` is reported where it is; the last runs into the end.
     assert!(
