@@ -156,15 +156,17 @@ pub fn policy(d: &mut impl Dice, max_rules: usize) -> String {
     out
 }
 
-/// A context: maybe a mode (declared or not), maybe a bot, some flags, and
-/// now and then the runtime's own grants.
-pub fn context(d: &mut impl Dice) -> Context {
-    // Mostly a mode the policy may declare; `m3` now and then, which only a
-    // policy without modes accepts.
+/// A context: maybe a mode (mostly one the policy declares, `modes`), maybe
+/// a bot, some flags, and now and then the runtime's own grants.
+pub fn context(d: &mut impl Dice, modes: &[String]) -> Context {
+    // A policy that declares modes rejects a context without one of them:
+    // such contexts are drawn an eighth of the time each way, so that most
+    // cases are decided rather than rejected.
     let mode = match d.below(8) {
-        0 | 1 => None,
-        2 => Some(MODES[2].to_string()),
-        _ => Some(d.pick(&MODES[..2]).to_string()),
+        0 => None,
+        1 => Some(d.pick(&MODES).to_string()),
+        _ if modes.is_empty() => d.chance(1, 2).then(|| d.pick(&MODES).to_string()),
+        _ => Some(d.pick(modes).clone()),
     };
     let bot = d.chance(1, 2).then(|| d.pick(&BOTS).to_string());
     let flags = FLAGS
@@ -286,7 +288,7 @@ pub fn group(d: &mut impl Dice, contexts: usize, items: usize) -> Result<Tally, 
         ..Tally::default()
     };
     for _ in 0..contexts {
-        let ctx = context(d);
+        let ctx = context(d, table.modes());
         let resolved = table.resolve(&ctx);
         for _ in 0..items {
             let it = item(d);

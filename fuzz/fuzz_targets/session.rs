@@ -102,7 +102,8 @@ fn step(d: &mut Bytes<'_>, e: &Engine, mut s: Session) -> Session {
         }
         9 => {
             appends_only = false;
-            let _ = s.set_context(e, cases::context(d));
+            let modes = e.snapshot().policy().modes.clone();
+            let _ = s.set_context(e, cases::context(d, &modes));
         }
         10 => {
             appends_only = false;
@@ -172,7 +173,8 @@ fuzz_target!(|data: &[u8]| {
             .collect();
         eprintln!("tools: {tools:?}");
     }
-    let ctx = cases::context(&mut d);
+    let modes = e.snapshot().policy().modes.clone();
+    let ctx = cases::context(&mut d, &modes);
     let mut s = match e.session(ctx) {
         Ok(s) => s,
         // A declared mode, or none when the policy declares none, is

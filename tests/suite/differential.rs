@@ -26,5 +26,9 @@ fn the_same_seed_gives_the_same_cases() {
     let mut a = cases::SplitMix::for_group(3, 11);
     let mut b = cases::SplitMix::for_group(3, 11);
     assert_eq!(cases::policy(&mut a, 10), cases::policy(&mut b, 10));
-    assert_eq!(cases::context(&mut a), cases::context(&mut b));
+    let modes = ["m1".to_string()];
+    assert_eq!(
+        cases::context(&mut a, &modes),
+        cases::context(&mut b, &modes)
+    );
 }
