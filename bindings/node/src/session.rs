@@ -1,0 +1,303 @@
+//! `Session`: one chat. Every method works on the engine's current
+//! snapshot, so a reload takes effect at the chat's next call.
+
+use std::sync::Arc;
+
+use napi::bindgen_prelude::Unknown;
+use napi::{Env, Result};
+use napi_derive::napi;
+use serde_json::Value;
+use toolpolicy::runtime::{Delivery, parse_provider};
+use toolpolicy::{Context, Plan};
+
+use crate::args;
+use crate::error;
+use crate::out::{CallResult, PlanResult, SearchResult, SkillResult};
+
+/// One chat: its context, its activations and the evidence that rebuilds
+/// them. Make one with `engine.session()` or `engine.resume()`.
+#[napi]
+pub struct Session {
+    engine: Arc<toolpolicy::Engine>,
+    inner: toolpolicy::Session,
+}
+
+const PROVIDERS: &str =
+    "`generic`, `openai`, `openai-responses`, `anthropic` and `anthropic-deferred`";
+
+impl Session {
+    pub fn new(engine: Arc<toolpolicy::Engine>, inner: toolpolicy::Session) -> Session {
+        Session { engine, inner }
+    }
+
+    fn plan_of(&self, env: &Env) -> Result<Plan> {
+        self.inner
+            .plan(&self.engine)
+            .map_err(|e| error::context(env, &e))
+    }
+
+    /// `{status?, callThrough?}` of a search or load.
+    fn delivery_options(
+        env: &Env,
+        options: Option<&Unknown>,
+        what: &str,
+    ) -> Result<(toolpolicy::runtime::ResultStatus, Option<String>)> {
+        let opts = args::options(env, options, what, &["status", "callThrough"])?;
+        let status = args::status(
+            env,
+            args::field(opts.as_ref(), "status")?.as_ref(),
+            &format!("{what}.status"),
+        )?;
+        let call = args::call_through(
+            env,
+            args::field(opts.as_ref(), "callThrough")?.as_ref(),
+            &format!("{what}.callThrough"),
+        )?;
+        Ok((status, call))
+    }
+}
+
+fn delivery(call: Option<&str>) -> Delivery<'_> {
+    match call {
+        Some(name) => Delivery::CallThrough(name),
+        None => Delivery::Declared,
+    }
+}
+
+#[napi]
+impl Session {
+    /// This turn's plan. Throws only when the context no longer fits the
+    /// policy (a mode a reload removed).
+    #[napi]
+    pub fn plan(&self, env: Env) -> Result<PlanResult> {
+        Ok(PlanResult::new(&self.plan_of(&env)?))
+    }
+
+    /// The same plan as JSON text (the `plan` contract, keys as the
+    /// command line writes them), for hosts that forward it unread.
+    #[napi]
+    pub fn plan_json(&self, env: Env) -> Result<String> {
+        let plan = self.plan_of(&env)?;
+        let mut report = serde_json::to_value(plan.report())
+            .map_err(|e| error::usage(&env, format!("cannot write the plan: {e}"), None))?;
+        if let Value::Object(map) = &mut report {
+            map.insert(
+                "declared".into(),
+                Value::Array(plan.provider_tools(toolpolicy::runtime::Provider::Generic)),
+            );
+        }
+        Ok(report.to_string())
+    }
+
+    /// The declared tools in a provider's request shape: `generic`,
+    /// `openai`, `openai-responses`, `anthropic` or `anthropic-deferred`.
+    #[napi(ts_args_type = "provider: string", ts_return_type = "Array<object>")]
+    pub fn provider_tools(&self, env: Env, provider: Unknown) -> Result<Vec<Value>> {
+        let name = args::string(&env, &provider, "provider")?;
+        let Some(provider) = parse_provider(&name) else {
+            let help = toolpolicy::diag::did_you_mean(
+                &name,
+                [
+                    "generic",
+                    "openai",
+                    "openai-responses",
+                    "anthropic",
+                    "anthropic-deferred",
+                ],
+            )
+            .unwrap_or_else(|| format!("the providers are {PROVIDERS}"));
+            return Err(error::usage(
+                &env,
+                format!("unknown provider `{name}`"),
+                Some(help),
+            ));
+        };
+        Ok(self.plan_of(&env)?.provider_tools(provider))
+    }
+
+    /// The whole list a host declares (SPEC 5.1): the plan's tools with the
+    /// engine's own search tool in its place, and with `callThrough` the
+    /// call-through tool (`true` names it `call_tool`).
+    #[napi(
+        ts_args_type = "options?: { callThrough?: boolean | string }",
+        ts_return_type = "Array<ToolDefinition>"
+    )]
+    pub fn tool_list(&self, env: Env, options: Option<Unknown>) -> Result<Vec<Value>> {
+        let opts = args::options(&env, options.as_ref(), "options", &["callThrough"])?;
+        let call = args::call_through(
+            &env,
+            args::field(opts.as_ref(), "callThrough")?.as_ref(),
+            "options.callThrough",
+        )?;
+        let plan = self.plan_of(&env)?;
+        // Registry tools as the generic provider shape renders them (their
+        // extra fields kept), the engine's own as their declaration.
+        let mut registry = plan
+            .provider_tools(toolpolicy::runtime::Provider::Generic)
+            .into_iter();
+        let list = plan
+            .tool_list(delivery(call.as_deref()))
+            .into_iter()
+            .filter_map(|tool| match tool {
+                std::borrow::Cow::Owned(own) => Some(own.declaration()),
+                std::borrow::Cow::Borrowed(_) => registry.next(),
+            })
+            .collect();
+        Ok(list)
+    }
+
+    /// A search (SPEC 3.3): exact `names` first, then the query's matches
+    /// among the deferred tools, at most `max_activations` activated.
+    /// `options.status` is the search result's status as it stands in the
+    /// transcript; `options.callThrough` makes the text carry each loaded
+    /// tool's schema.
+    #[napi(
+        ts_args_type = "query: string, names?: string[], options?: { status?: ResultStatus, callThrough?: boolean | string }"
+    )]
+    pub fn search(
+        &mut self,
+        env: Env,
+        query: Unknown,
+        names: Option<Unknown>,
+        options: Option<Unknown>,
+    ) -> Result<SearchResult> {
+        let query = args::string(&env, &query, "query")?;
+        let names = args::opt_strings(&env, names.as_ref(), "names")?.unwrap_or_default();
+        let (status, call) = Self::delivery_options(&env, options.as_ref(), "options")?;
+        let r = self
+            .inner
+            .search_for(
+                &self.engine,
+                &query,
+                &names,
+                status,
+                delivery(call.as_deref()),
+            )
+            .map_err(|e| error::context(&env, &e))?;
+        Ok(r.into())
+    }
+
+    /// A load (SPEC 3.3): activates the named deferred tools; hidden and
+    /// unknown names are refused alike.
+    #[napi(
+        ts_args_type = "names: string[], options?: { status?: ResultStatus, callThrough?: boolean | string }"
+    )]
+    pub fn load(
+        &mut self,
+        env: Env,
+        names: Unknown,
+        options: Option<Unknown>,
+    ) -> Result<SearchResult> {
+        let names = args::strings(&env, &names, "names")?;
+        let (status, call) = Self::delivery_options(&env, options.as_ref(), "options")?;
+        let r = self
+            .inner
+            .load_for(&self.engine, &names, status, delivery(call.as_deref()))
+            .map_err(|e| error::context(&env, &e))?;
+        Ok(r.into())
+    }
+
+    /// The model calls a tool directly: allowed when declared; otherwise it
+    /// fails as not found (a deferred tool under `on_miss = "activate"` is
+    /// declared from the next step).
+    #[napi(ts_args_type = "name: string")]
+    pub fn call(&mut self, env: Env, name: Unknown) -> Result<CallResult> {
+        let name = args::string(&env, &name, "name")?;
+        let outcome = self
+            .inner
+            .call(&self.engine, &name)
+            .map_err(|e| error::context(&env, &e))?;
+        Ok(CallResult::new(outcome, &name))
+    }
+
+    /// The result of an allowed call as it stands in the transcript: a
+    /// successful one is evidence that rebuilds the tool's activation.
+    #[napi(ts_args_type = "name: string, status?: ResultStatus")]
+    pub fn record_result(
+        &mut self,
+        env: Env,
+        name: Unknown,
+        status: Option<Unknown>,
+    ) -> Result<()> {
+        let name = args::string(&env, &name, "name")?;
+        let status = args::status(&env, status.as_ref(), "status")?;
+        self.inner
+            .record_result(&self.engine, &name, status)
+            .map_err(|e| error::context(&env, &e))
+    }
+
+    /// A new user prompt: under `per_prompt`, activations are rebuilt from
+    /// the evidence.
+    #[napi]
+    pub fn prompt(&mut self, env: Env) -> Result<()> {
+        self.inner
+            .prompt(&self.engine)
+            .map_err(|e| error::context(&env, &e))
+    }
+
+    /// Compaction: the evidence so far leaves the effective context; the
+    /// next prompt rebuilds. Returns how many tools lost their evidence.
+    #[napi]
+    pub fn compact(&mut self) -> u32 {
+        u32::try_from(self.inner.compact()).unwrap_or(u32::MAX)
+    }
+
+    /// A restart: activations are rebuilt from the evidence.
+    #[napi]
+    pub fn restart(&mut self, env: Env) -> Result<()> {
+        self.inner
+            .restart(&self.engine)
+            .map_err(|e| error::context(&env, &e))
+    }
+
+    /// Switches mode (`null` for none); throws on a mode the policy does not
+    /// declare and keeps the old one.
+    #[napi(ts_args_type = "mode: string | null")]
+    pub fn set_mode(&mut self, env: Env, mode: Option<Unknown>) -> Result<()> {
+        let mode = args::opt_string(&env, mode.as_ref(), "mode")?;
+        self.inner
+            .set_mode(&self.engine, mode.as_deref())
+            .map_err(|e| error::context(&env, &e))
+    }
+
+    /// Changes the whole context (mode, bot, flags, grants), like a mode switch.
+    #[napi(ts_args_type = "context: SessionContext")]
+    pub fn set_context(&mut self, env: Env, context: Unknown) -> Result<()> {
+        let ctx: Context = args::context(&env, Some(&context), "context")?;
+        self.inner
+            .set_context(&self.engine, ctx)
+            .map_err(|e| error::context(&env, &e))
+    }
+
+    /// What to persist: the context and the names with evidence. Give it to
+    /// `engine.resume()` after a restart.
+    #[napi(ts_return_type = "SessionState")]
+    pub fn state(&self, env: Env) -> Result<Value> {
+        serde_json::to_value(self.inner.state())
+            .map_err(|e| error::usage(&env, format!("cannot write the state: {e}"), None))
+    }
+
+    /// Activated tools in first-activation order.
+    #[napi]
+    pub fn activated(&self) -> Vec<String> {
+        self.inner.activated()
+    }
+
+    /// The skill tool: a listed skill's name first, its key only when no
+    /// name matches, checked against the current context; `null` for a
+    /// hidden or unknown skill.
+    #[napi(ts_args_type = "requested: string")]
+    pub fn resolve_skill(&self, env: Env, requested: Unknown) -> Result<Option<SkillResult>> {
+        let requested = args::string(&env, &requested, "requested")?;
+        let skill = self
+            .inner
+            .resolve_skill(&self.engine, &requested)
+            .map_err(|e| error::context(&env, &e))?;
+        Ok(skill.map(|s| SkillResult {
+            name: s.name,
+            key: s.key,
+            description: s.description,
+            source: s.source,
+        }))
+    }
+}
