@@ -33,7 +33,13 @@ function measure(name, f, n = 2000, rounds = 15) {
 
 const plan = chat.plan();
 console.log(`registry: ${engine.toolNames.length} tools; plan declares ${plan.declared.length}, defers ${plan.deferred.length}`);
-measure('node/plan (objects)', () => chat.plan());
-measure('node/plan (planJson + JSON.parse)', () => JSON.parse(chat.planJson()));
+measure('node/plan (unchanged: the same object)', () => chat.plan());
+let flip = 0;
+measure('node/plan (changed: built and frozen)', () => {
+  chat.setContext({ flags: [(flip ^= 1) ? 'a' : 'b'] });
+  return chat.plan();
+}, 500);
+measure('node/setContext alone (for reference)', () => chat.setContext({ flags: [(flip ^= 1) ? 'a' : 'b'] }), 500);
+measure('node/plan (planJson + JSON.parse)', () => JSON.parse(chat.planJson()), 200);
 measure('node/search', () => engine.session().search(QUERY));
 measure('node/session (new, for reference)', () => engine.session());

@@ -16,7 +16,8 @@ const QUERY: &str = "open a page in the browser";
 fn engine() -> Engine {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/bench/");
     let read = |f: &str| std::fs::read_to_string(format!("{dir}{f}")).unwrap_or_default();
-    let policy = Policy::parse("bench.policy", read("bench.policy")).expect("the bench policy loads");
+    let policy =
+        Policy::parse("bench.policy", read("bench.policy")).expect("the bench policy loads");
     let registry = Registry::from_json(&read("registry.json")).expect("the bench registry loads");
     Engine::new(policy, registry, SkillList::default())
 }
@@ -38,7 +39,10 @@ fn benches(c: &mut Criterion) {
     c.bench_function("node/search/rust", |b| {
         b.iter(|| {
             let mut chat = engine.session(Context::default()).expect("a session");
-            black_box(chat.search(&engine, QUERY, &[] as &[&str]).expect("a search"))
+            black_box(
+                chat.search(&engine, QUERY, &[] as &[&str])
+                    .expect("a search"),
+            )
         })
     });
 }

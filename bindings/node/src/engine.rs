@@ -12,6 +12,7 @@ use toolpolicy::explain::{explain, note_plan};
 use toolpolicy::{ItemRef, Policy, Registry, SessionState, SkillList};
 
 use crate::args;
+use crate::cache::Builder;
 use crate::error::{self, Diag};
 use crate::out::camel_case;
 use crate::session::Session;
@@ -23,6 +24,8 @@ pub struct Engine {
     pub(crate) inner: Arc<toolpolicy::Engine>,
     /// The policy's file name, for the diagnostics of a reload.
     file: String,
+    /// What turns its sessions' plans into JavaScript objects.
+    builder: Arc<Builder>,
 }
 
 fn read(env: &Env, path: &str) -> Result<Vec<u8>> {
@@ -84,6 +87,7 @@ impl Engine {
         Ok(Engine {
             inner: Arc::new(toolpolicy::Engine::new(policy, registry, skill_list)),
             file,
+            builder: Arc::default(),
         })
     }
 
@@ -116,6 +120,7 @@ impl Engine {
         Ok(Engine {
             inner: Arc::new(toolpolicy::Engine::new(policy, registry, skill_list)),
             file: policy_path,
+            builder: Arc::default(),
         })
     }
 
@@ -128,7 +133,11 @@ impl Engine {
             .inner
             .session(ctx)
             .map_err(|e| error::context(&env, &e))?;
-        Ok(Session::new(Arc::clone(&self.inner), inner))
+        Ok(Session::new(
+            Arc::clone(&self.inner),
+            Arc::clone(&self.builder),
+            inner,
+        ))
     }
 
     /// A chat from its saved `state()` (an object or JSON text): activations
@@ -147,7 +156,11 @@ impl Engine {
             .inner
             .resume(state)
             .map_err(|e| error::context(&env, &e))?;
-        Ok(Session::new(Arc::clone(&self.inner), inner))
+        Ok(Session::new(
+            Arc::clone(&self.inner),
+            Arc::clone(&self.builder),
+            inner,
+        ))
     }
 
     /// Why an item (a tool name, or `skill:NAME`) is active, deferred or

@@ -15,6 +15,7 @@
 //! - [`out`]: the shapes JavaScript gets back.
 
 mod args;
+mod cache;
 mod engine;
 mod error;
 mod out;

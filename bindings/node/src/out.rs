@@ -10,6 +10,8 @@ use toolpolicy::runtime::{ActivationResult, CallOutcome, Provider};
 
 /// The meter (SPEC 3.2): a quarter token per character.
 #[napi(object)]
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Tokens {
     pub declared: i64,
     pub catalog: i64,
@@ -22,6 +24,8 @@ pub struct Tokens {
 /// One turn's plan (SPEC 3.2), the `plan` JSON contract with `declared` as
 /// definitions.
 #[napi(object)]
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PlanResult {
     /// Guards, search tools, active tools, then activated tools in
     /// first-activation order.

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use napi::bindgen_prelude::Unknown;
+use napi::bindgen_prelude::{Object, ObjectFinalize, Unknown};
 use napi::{Env, Result};
 use napi_derive::napi;
 use serde_json::Value;
@@ -11,23 +11,40 @@ use toolpolicy::runtime::{Delivery, parse_provider};
 use toolpolicy::{Context, Plan};
 
 use crate::args;
+use crate::cache::{Builder, Cache, Key};
 use crate::error;
 use crate::out::{CallResult, PlanResult, SearchResult, SkillResult};
 
 /// One chat: its context, its activations and the evidence that rebuilds
 /// them. Make one with `engine.session()` or `engine.resume()`.
-#[napi]
+#[napi(custom_finalize)]
 pub struct Session {
     engine: Arc<toolpolicy::Engine>,
     inner: toolpolicy::Session,
+    /// The last plan and tool list handed out, as JavaScript objects.
+    cache: Cache,
+}
+
+impl ObjectFinalize for Session {
+    fn finalize(mut self, env: Env) -> Result<()> {
+        self.cache.clear(&env)
+    }
 }
 
 const PROVIDERS: &str =
     "`generic`, `openai`, `openai-responses`, `anthropic` and `anthropic-deferred`";
 
 impl Session {
-    pub fn new(engine: Arc<toolpolicy::Engine>, inner: toolpolicy::Session) -> Session {
-        Session { engine, inner }
+    pub fn new(
+        engine: Arc<toolpolicy::Engine>,
+        builder: Arc<Builder>,
+        inner: toolpolicy::Session,
+    ) -> Session {
+        Session {
+            engine,
+            inner,
+            cache: Cache::new(builder),
+        }
     }
 
     fn plan_of(&self, env: &Env) -> Result<Plan> {
@@ -64,13 +81,32 @@ fn delivery(call: Option<&str>) -> Delivery<'_> {
     }
 }
 
+/// The plan's declared list with the engine's own tools in place (SPEC 5.1):
+/// registry tools as the generic provider shape renders them (their extra
+/// fields kept), the engine's own as their declaration.
+fn tool_list(plan: &Plan, call: Option<&str>) -> Vec<Value> {
+    let mut registry = plan
+        .provider_tools(toolpolicy::runtime::Provider::Generic)
+        .into_iter();
+    plan.tool_list(delivery(call))
+        .into_iter()
+        .filter_map(|tool| match tool {
+            std::borrow::Cow::Owned(own) => Some(own.declaration()),
+            std::borrow::Cow::Borrowed(_) => registry.next(),
+        })
+        .collect()
+}
+
 #[napi]
 impl Session {
     /// This turn's plan. Throws only when the context no longer fits the
-    /// policy (a mode a reload removed).
-    #[napi]
-    pub fn plan(&self, env: Env) -> Result<PlanResult> {
-        Ok(PlanResult::new(&self.plan_of(&env)?))
+    /// policy (a mode a reload removed). While nothing changes, the same
+    /// (frozen) object is returned again.
+    #[napi(ts_return_type = "Readonly<PlanResult>")]
+    pub fn plan<'e>(&mut self, env: &'e Env) -> Result<Object<'e>> {
+        let plan = self.plan_of(env)?;
+        let key = Key::new(&plan, self.inner.context(), "plan".into());
+        self.cache.get(env, key, || PlanResult::new(&plan))
     }
 
     /// The same plan as JSON text (the `plan` contract, keys as the
@@ -120,30 +156,20 @@ impl Session {
     /// call-through tool (`true` names it `call_tool`).
     #[napi(
         ts_args_type = "options?: { callThrough?: boolean | string }",
-        ts_return_type = "Array<ToolDefinition>"
+        ts_return_type = "ReadonlyArray<ToolDefinition>"
     )]
-    pub fn tool_list(&self, env: Env, options: Option<Unknown>) -> Result<Vec<Value>> {
-        let opts = args::options(&env, options.as_ref(), "options", &["callThrough"])?;
+    pub fn tool_list<'e>(&mut self, env: &'e Env, options: Option<Unknown>) -> Result<Object<'e>> {
+        let opts = args::options(env, options.as_ref(), "options", &["callThrough"])?;
         let call = args::call_through(
-            &env,
+            env,
             args::field(opts.as_ref(), "callThrough")?.as_ref(),
             "options.callThrough",
         )?;
-        let plan = self.plan_of(&env)?;
-        // Registry tools as the generic provider shape renders them (their
-        // extra fields kept), the engine's own as their declaration.
-        let mut registry = plan
-            .provider_tools(toolpolicy::runtime::Provider::Generic)
-            .into_iter();
-        let list = plan
-            .tool_list(delivery(call.as_deref()))
-            .into_iter()
-            .filter_map(|tool| match tool {
-                std::borrow::Cow::Owned(own) => Some(own.declaration()),
-                std::borrow::Cow::Borrowed(_) => registry.next(),
-            })
-            .collect();
-        Ok(list)
+        let plan = self.plan_of(env)?;
+        let view = format!("toolList:{}", call.as_deref().unwrap_or(""));
+        let key = Key::new(&plan, self.inner.context(), view);
+        self.cache
+            .get(env, key, || tool_list(&plan, call.as_deref()))
     }
 
     /// A search (SPEC 3.3): exact `names` first, then the query's matches

@@ -249,3 +249,29 @@ test('bad input of every kind throws; it never crashes the process', () => {
   // The engine still answers after all that.
   assert.ok(Array.isArray(engine.session().plan().declared));
 });
+
+test('an unchanged plan is the same frozen object; any change makes a new one', () => {
+  const engine = new Engine(smallPolicy, small);
+  const chat = engine.session();
+  const first = chat.plan();
+  assert.equal(chat.plan(), first);
+  assert.ok(Object.isFrozen(first) && Object.isFrozen(first.declared) && Object.isFrozen(first.declared[0].parameters));
+  assert.throws(() => {
+    'use strict';
+    first.deferred.push('x');
+  });
+  const list = chat.toolList();
+  assert.equal(chat.toolList(), list);
+  assert.notEqual(chat.toolList({ callThrough: true }), list);
+  chat.search('fetch a web page');
+  const second = chat.plan();
+  assert.notEqual(second, first);
+  assert.deepEqual(second.activated, ['WebFetch']);
+  assert.deepEqual(first.activated, [], 'an earlier plan does not change');
+  engine.reloadPolicy('Hide(WebFetch)\n');
+  assert.deepEqual(chat.plan().hidden, ['WebFetch']);
+  const other = engine.session();
+  assert.notEqual(other.plan(), chat.plan(), 'sessions do not share objects');
+  chat.setMode(null);
+  assert.equal(chat.plan(), chat.plan());
+});
