@@ -1,13 +1,16 @@
-// The cost of a plan and of a search called from JavaScript, to compare
-// with the same calls in Rust (`cargo bench --bench native`): same
-// registry (bench/registry.json, 100 tools), same policy, same query.
+// The cost of a plan and of a search called from JavaScript, against the
+// same calls in Rust: same registry (bench/registry.json, 100 tools), same
+// policy, same query. The Rust side is timed twice: by criterion
+// (`cargo bench --bench native`) and here, in this process, interleaved
+// with the JavaScript rounds, so that both see the same machine load.
 //
 //   npm run build && node bench.mjs
 import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
 
 const require = createRequire(import.meta.url);
-const { Engine } = require('./index.js');
+const binding = require('./index.js');
+const { Engine } = binding;
 const dir = new URL('./bench/', import.meta.url);
 const policy = readFileSync(new URL('bench.policy', dir), 'utf8');
 const tools = readFileSync(new URL('registry.json', dir), 'utf8');
@@ -16,30 +19,45 @@ const QUERY = 'open a page in the browser';
 const engine = new Engine(policy, tools, { file: 'bench.policy' });
 const chat = engine.session();
 
-/** Median of `rounds` rounds of `n` calls, in microseconds per call. */
-function measure(name, f, n = 2000, rounds = 15) {
+/** µs per call of `f`, over `n` calls. */
+function time(f, n) {
+  const t0 = process.hrtime.bigint();
   for (let i = 0; i < n; i++) f();
-  const per = [];
-  for (let r = 0; r < rounds; r++) {
-    const t0 = process.hrtime.bigint();
-    for (let i = 0; i < n; i++) f();
-    per.push(Number(process.hrtime.bigint() - t0) / n / 1000);
+  return Number(process.hrtime.bigint() - t0) / n / 1000;
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/** Median of 15 interleaved rounds of the JavaScript call and its Rust twin. */
+function compare(name, js, rust, n) {
+  js();
+  const a = [];
+  const b = [];
+  for (let r = 0; r < 15; r++) {
+    a.push(time(js, n));
+    b.push(rust === null ? NaN : binding.__timeInRust(engine, rust, QUERY, n) / 1000);
   }
-  per.sort((a, b) => a - b);
-  const median = per[Math.floor(per.length / 2)];
-  console.log(`${name.padEnd(34)} ${median.toFixed(2).padStart(8)} µs`);
-  return median;
+  const [ja, rb] = [median(a), median(b)];
+  const added = Number.isNaN(rb) ? '' : `${(ja - rb).toFixed(2).padStart(8)} µs added`;
+  console.log(`${name.padEnd(40)} js ${ja.toFixed(2).padStart(8)} µs  rust ${Number.isNaN(rb) ? '       -' : rb.toFixed(2).padStart(8)} µs ${added}`);
 }
 
 const plan = chat.plan();
-console.log(`registry: ${engine.toolNames.length} tools; plan declares ${plan.declared.length}, defers ${plan.deferred.length}`);
-measure('node/plan (unchanged: the same object)', () => chat.plan());
+console.log(`registry: ${engine.toolNames.length} tools; the plan declares ${plan.declared.length} and defers ${plan.deferred.length}`);
+compare('plan, unchanged (the same frozen object)', () => chat.plan(), 'plan-cached', 2000);
 let flip = 0;
-measure('node/plan (changed: built and frozen)', () => {
-  chat.setContext({ flags: [(flip ^= 1) ? 'a' : 'b'] });
-  return chat.plan();
-}, 500);
-measure('node/setContext alone (for reference)', () => chat.setContext({ flags: [(flip ^= 1) ? 'a' : 'b'] }), 500);
-measure('node/plan (planJson + JSON.parse)', () => JSON.parse(chat.planJson()), 200);
-measure('node/search', () => engine.session().search(QUERY));
-measure('node/session (new, for reference)', () => engine.session());
+compare(
+  'plan, changed (built and frozen)',
+  () => {
+    chat.setContext({ flags: [(flip ^= 1) ? 'a' : 'b'] });
+    return chat.plan();
+  },
+  'plan',
+  300,
+);
+compare('planJson + JSON.parse', () => JSON.parse(chat.planJson()), 'plan', 300);
+compare('search (a new session, then the search)', () => engine.session().search(QUERY), 'search', 500);
+compare('a new session alone (part of the above)', () => engine.session(), 'session', 500);
+const s = engine.session();
+s.search(QUERY);
+compare('search, same session (nothing left to load)', () => s.search(QUERY), null, 500);

@@ -272,3 +272,39 @@ impl Engine {
             .collect()
     }
 }
+
+/// For `bench.mjs`: the same calls as its JavaScript ones, timed in Rust in
+/// the same process, so that the difference (what JavaScript adds) is
+/// measured under the same load. Nanoseconds per call.
+#[napi(js_name = "__timeInRust")]
+pub fn time_in_rust(engine: &Engine, what: String, query: String, iterations: u32) -> f64 {
+    use std::hint::black_box;
+    use toolpolicy::runtime::Provider;
+    let e = &engine.inner;
+    let Ok(chat) = e.session(toolpolicy::Context::default()) else {
+        return f64::NAN;
+    };
+    let start = std::time::Instant::now();
+    for _ in 0..iterations {
+        match what.as_str() {
+            "plan" => {
+                if let Ok(plan) = chat.plan(e) {
+                    black_box(plan.provider_tools(Provider::Generic));
+                    black_box(plan.deferred().count());
+                }
+            }
+            "session" => {
+                black_box(e.session(toolpolicy::Context::default()).ok());
+            }
+            "plan-cached" => {
+                black_box(chat.plan(e).map(|p| p.declared_len()).unwrap_or(0));
+            }
+            _ => {
+                if let Ok(mut s) = e.session(toolpolicy::Context::default()) {
+                    black_box(s.search(e, &query, &[] as &[&str]).ok());
+                }
+            }
+        }
+    }
+    start.elapsed().as_nanos() as f64 / f64::from(iterations.max(1))
+}

@@ -10,6 +10,7 @@
 //! - [`engine`]: `Engine`, shared by every chat; hot reload keeps the last
 //!   good one.
 //! - [`session`]: `Session`, one chat: plan, search, load, call, evidence.
+//! - [`cache`]: a session's last plan, kept as a frozen JavaScript object.
 //! - [`args`]: reading JavaScript arguments.
 //! - [`error`]: errors with diagnostics.
 //! - [`out`]: the shapes JavaScript gets back.
