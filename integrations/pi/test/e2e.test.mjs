@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 import { fauxAssistantMessage, fauxText, fauxToolCall, registerFauxProvider } from '@mariozechner/pi-ai';
 import {
@@ -160,6 +161,47 @@ test('a pi session declares, searches, refuses and rebuilds as the policy says',
     // per_prompt: browser_preview has no evidence (its call failed) and is gone.
     assert.deepEqual(requests[3], ['tool_search', 'read', 'bash', 'todo_write', 'web_fetch']);
     assert.deepEqual(errors, []);
+  } finally {
+    session.dispose?.();
+    faux.unregister();
+  }
+});
+
+test("pi's own loader loads the extension from its path, with the bundled policy", { timeout: 60_000 }, async () => {
+  const cwd = mkdtempSync(join(tmpdir(), 'toolpolicy-pi-'));
+  const faux = registerFauxProvider();
+  const authStorage = AuthStorage.inMemory();
+  authStorage.setRuntimeApiKey(faux.getModel().provider, 'offline');
+  const resourceLoader = new DefaultResourceLoader({
+    cwd,
+    agentDir: join(cwd, 'agent'),
+    noSkills: true,
+    noPromptTemplates: true,
+    noThemes: true,
+    noContextFiles: true,
+    additionalExtensionPaths: [fileURLToPath(new URL('../index.js', import.meta.url))],
+  });
+  await within(20_000, resourceLoader.reload(), 'loading the extension');
+  const { session, extensionsResult } = await within(
+    10_000,
+    createAgentSession({
+      cwd,
+      agentDir: join(cwd, 'agent'),
+      model: faux.getModel(),
+      authStorage,
+      modelRegistry: ModelRegistry.inMemory(authStorage),
+      resourceLoader,
+      sessionManager: SessionManager.inMemory(),
+      settingsManager: SettingsManager.inMemory(),
+      customTools: [tool('web_fetch', 'Fetch a web page and return it as markdown.')],
+    }),
+    'creating the session',
+  );
+  try {
+    assert.deepEqual(extensionsResult.errors, []);
+    await within(10_000, session.bindExtensions({}), 'starting extensions');
+    // The bundled policy declares pi's everyday tools and defers web_fetch.
+    assert.deepEqual(session.getActiveToolNames(), ['tool_search', 'read', 'bash', 'edit', 'write', 'grep', 'find', 'ls']);
   } finally {
     session.dispose?.();
     faux.unregister();
