@@ -6,7 +6,7 @@
 use napi_derive::napi;
 use serde_json::Value;
 use toolpolicy::Plan;
-use toolpolicy::runtime::{ActivationResult, CallOutcome, Provider};
+use toolpolicy::runtime::{ActivationResult, CallOutcome};
 
 /// The meter (SPEC 3.2): a quarter token per character.
 #[napi(object)]
@@ -55,10 +55,12 @@ fn names<'a>(tools: impl Iterator<Item = &'a toolpolicy::Tool>) -> Vec<String> {
 }
 
 impl PlanResult {
-    pub fn new(plan: &Plan) -> PlanResult {
+    /// The plan with `declared` as given (the binding passes `null`s that
+    /// JavaScript fills with cached definition objects).
+    pub fn new(plan: &Plan, declared: Vec<Value>) -> PlanResult {
         let t = plan.tokens();
         PlanResult {
-            declared: plan.provider_tools(Provider::Generic),
+            declared,
             deferred: names(plan.deferred()),
             hidden: names(plan.hidden()),
             activated: names(plan.activated()),

@@ -7,11 +7,11 @@ use napi::bindgen_prelude::{Object, ObjectFinalize, Unknown};
 use napi::{Env, Result};
 use napi_derive::napi;
 use serde_json::Value;
-use toolpolicy::runtime::{Delivery, parse_provider};
+use toolpolicy::runtime::{Delivery, Provider, parse_provider};
 use toolpolicy::{Context, Plan};
 
 use crate::args;
-use crate::cache::{Builder, Cache, Key};
+use crate::cache::{Builder, Cache, Key, Parts};
 use crate::error;
 use crate::out::{CallResult, PlanResult, SearchResult, SkillResult};
 
@@ -81,20 +81,34 @@ fn delivery(call: Option<&str>) -> Delivery<'_> {
     }
 }
 
-/// The plan's declared list with the engine's own tools in place (SPEC 5.1):
-/// registry tools as the generic provider shape renders them (their extra
-/// fields kept), the engine's own as their declaration.
-fn tool_list(plan: &Plan, call: Option<&str>) -> Vec<Value> {
-    let mut registry = plan
-        .provider_tools(toolpolicy::runtime::Provider::Generic)
-        .into_iter();
-    plan.tool_list(delivery(call))
-        .into_iter()
-        .filter_map(|tool| match tool {
-            std::borrow::Cow::Owned(own) => Some(own.declaration()),
-            std::borrow::Cow::Borrowed(_) => registry.next(),
-        })
-        .collect()
+/// The plan's declared list with the engine's own tools in place (SPEC
+/// 5.1): registry tools as the generic provider shape renders them (their
+/// extra fields kept), the engine's own as their declaration.
+fn tool_list<'p>(plan: &'p Plan, call: Option<&str>) -> Result<Parts<'p>> {
+    let registry: Vec<usize> = plan.declared_indices().collect();
+    let mut slots = Vec::with_capacity(registry.len());
+    let mut declared = Vec::with_capacity(registry.len() + 2);
+    let mut next = registry.iter();
+    for tool in plan.tool_list(delivery(call)) {
+        match tool {
+            std::borrow::Cow::Owned(own) => declared.push(own.declaration()),
+            std::borrow::Cow::Borrowed(_) => {
+                slots.extend(next.next());
+                declared.push(Value::Null);
+            }
+        }
+    }
+    Ok(Parts {
+        text: json(&serde_json::json!({ "declared": declared }))?,
+        slots,
+        definitions: Box::new(|| plan.provider_tools(Provider::Generic)),
+        list: true,
+    })
+}
+
+/// JSON text of a value the binding made itself.
+fn json<T: serde::Serialize>(value: &T) -> Result<String> {
+    serde_json::to_string(value).map_err(|e| napi::Error::from_reason(e.to_string()))
 }
 
 #[napi]
@@ -106,7 +120,16 @@ impl Session {
     pub fn plan<'e>(&mut self, env: &'e Env) -> Result<Object<'e>> {
         let plan = self.plan_of(env)?;
         let key = Key::new(&plan, self.inner.context(), "plan".into());
-        self.cache.get(env, key, || PlanResult::new(&plan))
+        self.cache.get(env, key, || {
+            let slots: Vec<usize> = plan.declared_indices().collect();
+            let result = PlanResult::new(&plan, vec![Value::Null; slots.len()]);
+            Ok(Parts {
+                text: json(&result)?,
+                slots,
+                definitions: Box::new(|| plan.provider_tools(Provider::Generic)),
+                list: false,
+            })
+        })
     }
 
     /// The same plan as JSON text (the `plan` contract, keys as the
