@@ -277,6 +277,8 @@ impl Engine {
 /// the same process, so that the difference (what JavaScript adds) is
 /// measured under the same load. Nanoseconds per call.
 #[napi(js_name = "__timeInRust")]
+// Only JavaScript calls it; unit tests build no module registration.
+#[cfg_attr(test, allow(dead_code))]
 pub fn time_in_rust(engine: &Engine, what: String, query: String, iterations: u32) -> f64 {
     use std::hint::black_box;
     use toolpolicy::runtime::Provider;
