@@ -16,7 +16,10 @@
 //   `session.call()`, which applies `on_miss`; a call the plan does not
 //   allow (`tool_call`) is blocked with the engine's not-found text;
 // - each tool result (`tool_result`): evidence, `ok` or `error`;
-// - compaction (`session_compact`): the evidence before it leaves the chat.
+// - compaction (`session_compact`): the evidence before it leaves the chat;
+// - the chat's state (context and evidence) is saved in pi's session as a
+//   custom entry whenever it changes, and a resumed, forked or reloaded pi
+//   session resumes it (`engine.resume`), so activations survive restarts.
 
 import { createRequire } from 'node:module';
 import { existsSync, readFileSync } from 'node:fs';
@@ -61,6 +64,19 @@ export function readPolicy(cwd, options = {}) {
   return { text: readFileSync(BUNDLED_POLICY, 'utf8'), file: BUNDLED_POLICY };
 }
 
+/** The custom entry type the chat's state is saved under. */
+export const STATE_ENTRY = 'toolpolicy';
+
+/** The last state saved on the session's current branch, if any. */
+function savedState(ctx) {
+  const entries = ctx?.sessionManager?.getBranch?.() ?? ctx?.sessionManager?.getEntries?.() ?? [];
+  for (let i = entries.length - 1; i >= 0; i--) {
+    const e = entries[i];
+    if (e?.type === 'custom' && e.customType === STATE_ENTRY && e.data) return e.data;
+  }
+  return null;
+}
+
 /**
  * The extension, configured: `policy` (text) or `policyPath`, and `mode`
  * (else `PI_TOOLS_MODE`, else the policy's first mode).
@@ -75,6 +91,8 @@ export function createExtension(options = {}) {
     let known = '';
     /** Tools a search loaded in this run: the run ends and another starts. */
     let continueAfterRun = null;
+    /** The state last saved, as JSON. */
+    let saved = '';
 
     const registryTools = () =>
       pi
@@ -95,7 +113,18 @@ export function createExtension(options = {}) {
       let tools = registryTools();
       engine = new Engine(text, tools, { file });
       const mode = options.mode ?? process.env.PI_TOOLS_MODE ?? engine.modes[0];
-      chat = engine.session(mode ? { mode } : {});
+      const state = savedState(ctx);
+      chat = null;
+      if (state) {
+        try {
+          chat = engine.resume(state);
+          saved = JSON.stringify(state);
+        } catch (e) {
+          // A mode the edited policy no longer declares: start afresh.
+          ctx?.ui?.notify?.(`toolpolicy: ${e.message}; starting a new chat state`, 'warning');
+        }
+      }
+      chat ??= engine.session(mode ? { mode } : {});
       // Ours replaces any other search tool of the same name.
       const name = searchName();
       if (name && tools.some((t) => t.name === name)) {
@@ -122,6 +151,7 @@ export function createExtension(options = {}) {
           const query = typeof params?.query === 'string' ? params.query : '';
           const found = chat.search(query, names);
           sync();
+          save();
           // pi fixes a run's tools when the run starts: a search that loaded
           // something ends the run, and `agent_end` starts the next one,
           // whose first request declares what was loaded.
@@ -134,6 +164,15 @@ export function createExtension(options = {}) {
           };
         },
       });
+    }
+
+    /** Saves the chat's state in pi's session when it changed. */
+    function save() {
+      const state = chat.state();
+      const text = JSON.stringify(state);
+      if (text === saved) return;
+      saved = text;
+      pi.appendEntry(STATE_ENTRY, state);
     }
 
     /** pi's active tools follow the plan; new tools join the registry. */
@@ -217,11 +256,14 @@ export function createExtension(options = {}) {
     pi.on('tool_result', (event) => {
       if (!ready() || own.has(event.toolName)) return undefined;
       chat.recordResult(event.toolName, event.isError ? 'error' : 'ok');
+      save();
       return undefined;
     });
 
     pi.on('session_compact', () => {
-      if (ready()) chat.compact();
+      if (!ready()) return;
+      chat.compact();
+      save();
     });
 
     pi.registerCommand('tools-mode', {
@@ -231,6 +273,7 @@ export function createExtension(options = {}) {
         try {
           chat.setMode(args.trim() || null);
           sync();
+          save();
           ctx.ui.notify(`tool policy mode: ${args.trim()}`, 'info');
         } catch (e) {
           ctx.ui.notify(e.message, 'error');

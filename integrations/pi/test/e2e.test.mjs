@@ -207,3 +207,67 @@ test("pi's own loader loads the extension from its path, with the bundled policy
     faux.unregister();
   }
 });
+
+test('a resumed pi session declares again what its evidence activated', { timeout: 60_000 }, async () => {
+  const cwd = mkdtempSync(join(tmpdir(), 'toolpolicy-pi-'));
+  const faux = registerFauxProvider();
+  const authStorage = AuthStorage.inMemory();
+  authStorage.setRuntimeApiKey(faux.getModel().provider, 'offline');
+  const sessionManager = SessionManager.inMemory();
+  const requests = [];
+  const step = (answer) => (context) => {
+    requests.push((context.tools ?? []).map((t) => t.name));
+    return answer;
+  };
+  faux.setResponses([
+    step(fauxAssistantMessage(fauxToolCall('tool_search', { query: '', names: ['web_fetch'] }))),
+    step(fauxAssistantMessage('loaded')),
+  ]);
+  /** A pi session over the same session store, started for `reason`. */
+  async function open(reason) {
+    const resourceLoader = new DefaultResourceLoader({
+      cwd,
+      agentDir: join(cwd, 'agent'),
+      noExtensions: true,
+      noSkills: true,
+      noPromptTemplates: true,
+      noThemes: true,
+      noContextFiles: true,
+      extensionFactories: [createExtension({ policy: POLICY })],
+    });
+    await within(10_000, resourceLoader.reload(), 'loading resources');
+    const { session } = await within(
+      10_000,
+      createAgentSession({
+        cwd,
+        agentDir: join(cwd, 'agent'),
+        model: faux.getModel(),
+        authStorage,
+        modelRegistry: ModelRegistry.inMemory(authStorage),
+        resourceLoader,
+        sessionManager,
+        settingsManager: SettingsManager.inMemory(),
+        sessionStartEvent: { type: 'session_start', reason },
+        customTools: [tool('web_fetch', 'Fetch a web page and return it as markdown.')],
+      }),
+      'creating the session',
+    );
+    await within(10_000, session.bindExtensions({}), 'starting extensions');
+    return session;
+  }
+  const first = await open('startup');
+  try {
+    await within(20_000, first.prompt('fetch'), 'the prompt');
+    await within(20_000, until(() => requests.length >= 2 && !first.isStreaming), 'the continued run');
+    assert.deepEqual(requests[1], ['tool_search', 'read', 'bash', 'web_fetch']);
+  } finally {
+    first.dispose?.();
+  }
+  const second = await open('resume');
+  try {
+    assert.deepEqual(second.getActiveToolNames(), ['tool_search', 'read', 'bash', 'web_fetch']);
+  } finally {
+    second.dispose?.();
+    faux.unregister();
+  }
+});
