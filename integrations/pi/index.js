@@ -197,14 +197,22 @@ export function createExtension(options = {}) {
 
     const ready = () => chat !== null;
 
+    /** Why the policy did not load, while it does not. */
+    let failure = null;
+
     pi.on('session_start', (_event, ctx) => {
       try {
+        failure = null;
         start(ctx);
       } catch (e) {
-        // pi swallows errors thrown here; say why the tools are not managed.
-        console.error(`toolpolicy: ${e.message}`);
-        ctx?.ui?.notify?.(`toolpolicy: ${e.message}`, 'error');
+        // Fail closed: a policy that does not load must not leave hidden
+        // tools exposed, so no tool is declared until it is fixed (then
+        // `/reload`). pi swallows errors thrown here: say why.
+        failure = e.message;
         chat = null;
+        pi.setActiveTools([]);
+        console.error(`toolpolicy: ${e.message}`);
+        ctx?.ui?.notify?.(`toolpolicy: no tools until the policy loads: ${e.message}`, 'error');
       }
     });
 
@@ -246,6 +254,7 @@ export function createExtension(options = {}) {
     });
 
     pi.on('tool_call', (event) => {
+      if (failure !== null) return { block: true, reason: `the tool policy did not load: ${failure}` };
       if (!ready() || own.has(event.toolName)) return undefined;
       const r = chat.call(event.toolName);
       if (r.allowed) return undefined;

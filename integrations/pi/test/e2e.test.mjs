@@ -271,3 +271,47 @@ test('a resumed pi session declares again what its evidence activated', { timeou
     faux.unregister();
   }
 });
+
+test('a policy that does not load declares no tool (fail closed) and says why', { timeout: 60_000 }, async () => {
+  const cwd = mkdtempSync(join(tmpdir(), 'toolpolicy-pi-'));
+  const faux = registerFauxProvider();
+  const authStorage = AuthStorage.inMemory();
+  authStorage.setRuntimeApiKey(faux.getModel().provider, 'offline');
+  const resourceLoader = new DefaultResourceLoader({
+    cwd,
+    agentDir: join(cwd, 'agent'),
+    noExtensions: true,
+    noSkills: true,
+    noPromptTemplates: true,
+    noThemes: true,
+    noContextFiles: true,
+    extensionFactories: [createExtension({ policy: 'Hide(bash)\nDefr(read)\n' })],
+  });
+  await within(10_000, resourceLoader.reload(), 'loading resources');
+  const { session } = await within(
+    10_000,
+    createAgentSession({
+      cwd,
+      agentDir: join(cwd, 'agent'),
+      model: faux.getModel(),
+      authStorage,
+      modelRegistry: ModelRegistry.inMemory(authStorage),
+      resourceLoader,
+      sessionManager: SessionManager.inMemory(),
+      settingsManager: SettingsManager.inMemory(),
+    }),
+    'creating the session',
+  );
+  const logged = [];
+  const error = console.error;
+  console.error = (...a) => logged.push(a.join(' '));
+  try {
+    await within(10_000, session.bindExtensions({}), 'starting extensions');
+    assert.deepEqual(session.getActiveToolNames(), []);
+    assert.match(logged.join('\n'), /PL004.*unknown rule `Defr`/);
+  } finally {
+    console.error = error;
+    session.dispose?.();
+    faux.unregister();
+  }
+});
