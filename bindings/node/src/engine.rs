@@ -1,0 +1,312 @@
+//! `Engine`: the policy, the tool registry and the skill list, shared by
+//! every chat of a host. Hot reload swaps them whole; a reload that fails
+//! throws and leaves the last good engine in place.
+
+use std::sync::Arc;
+
+use napi::bindgen_prelude::Unknown;
+use napi::{Env, Result};
+use napi_derive::napi;
+use serde_json::Value;
+use toolpolicy::explain::{explain, note_plan};
+use toolpolicy::{ItemRef, Policy, Registry, SessionState, SkillList};
+
+use crate::args;
+use crate::cache::Builder;
+use crate::error::{self, Diag};
+use crate::out::camel_case;
+use crate::session::Session;
+
+/// The shared engine: build one per process (or per policy) and a
+/// `Session` per chat.
+#[napi]
+pub struct Engine {
+    pub(crate) inner: Arc<toolpolicy::Engine>,
+    /// The policy's file name, for the diagnostics of a reload.
+    file: String,
+    /// What turns its sessions' plans into JavaScript objects.
+    builder: Arc<Builder>,
+}
+
+fn read(env: &Env, path: &str) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| {
+        error::usage(
+            env,
+            format!("cannot read `{path}`: {}", e.to_string().to_lowercase()),
+            None,
+        )
+    })
+}
+
+fn utf8(env: &Env, path: &str, bytes: Vec<u8>) -> Result<String> {
+    String::from_utf8(bytes).map_err(|_| error::usage(env, format!("`{path}` is not UTF-8"), None))
+}
+
+fn registry(env: &Env, file: &str, text: &str) -> Result<Registry> {
+    Registry::from_json(text).map_err(|e| error::list(env, file, &e))
+}
+
+fn skills(env: &Env, file: &str, text: &str) -> Result<SkillList> {
+    SkillList::from_json(text).map_err(|e| error::list(env, file, &e))
+}
+
+#[napi]
+impl Engine {
+    /// An engine from policy text and the tools: an array of definitions
+    /// in any registry shape (generic, Anthropic, OpenAI, MCP), an object
+    /// with a `tools` array, or JSON text of either.
+    #[napi(
+        constructor,
+        ts_args_type = "policyText: string, tools: Array<object> | { tools: Array<object> } | string, options?: EngineOptions"
+    )]
+    pub fn new(
+        env: Env,
+        policy_text: Unknown,
+        tools: Unknown,
+        options: Option<Unknown>,
+    ) -> Result<Engine> {
+        let text = args::string(&env, &policy_text, "policyText")?;
+        let tools = args::json_text(&env, &tools, "tools")?;
+        let opts = args::options(&env, options.as_ref(), "options", &["file", "skills"])?;
+        let file = args::opt_string(
+            &env,
+            args::field(opts.as_ref(), "file")?.as_ref(),
+            "options.file",
+        )?
+        .unwrap_or_else(|| "policy".to_string());
+        let skill_list = match args::field(opts.as_ref(), "skills")? {
+            Some(v) => skills(
+                &env,
+                "skills",
+                &args::json_text(&env, &v, "options.skills")?,
+            )?,
+            None => SkillList::default(),
+        };
+        let policy = Policy::parse(file.as_str(), text).map_err(|e| error::policy(&env, &e))?;
+        let registry = registry(&env, "tools", &tools)?;
+        Ok(Engine {
+            inner: Arc::new(toolpolicy::Engine::new(policy, registry, skill_list)),
+            file,
+            builder: Arc::default(),
+        })
+    }
+
+    /// An engine from a policy file, a registry file and maybe a skill list
+    /// file; diagnostics name the files.
+    #[napi(
+        factory,
+        ts_args_type = "policyPath: string, registryPath: string, skillsPath?: string"
+    )]
+    pub fn from_files(
+        env: Env,
+        policy_path: Unknown,
+        registry_path: Unknown,
+        skills_path: Option<Unknown>,
+    ) -> Result<Engine> {
+        let policy_path = args::string(&env, &policy_path, "policyPath")?;
+        let registry_path = args::string(&env, &registry_path, "registryPath")?;
+        let skills_path = args::opt_string(&env, skills_path.as_ref(), "skillsPath")?;
+        let policy = Policy::from_bytes(policy_path.as_str(), &read(&env, &policy_path)?)
+            .map_err(|e| error::policy(&env, &e))?;
+        let text = utf8(&env, &registry_path, read(&env, &registry_path)?)?;
+        let registry = registry(&env, &registry_path, &text)?;
+        let skill_list = match skills_path {
+            Some(path) => {
+                let text = utf8(&env, &path, read(&env, &path)?)?;
+                skills(&env, &path, &text)?
+            }
+            None => SkillList::default(),
+        };
+        Ok(Engine {
+            inner: Arc::new(toolpolicy::Engine::new(policy, registry, skill_list)),
+            file: policy_path,
+            builder: Arc::default(),
+        })
+    }
+
+    /// A new chat in a context; throws on a mode the policy does not declare
+    /// (a policy with modes needs one).
+    #[napi(ts_args_type = "context?: SessionContext")]
+    pub fn session(&self, env: Env, context: Option<Unknown>) -> Result<Session> {
+        let ctx = args::context(&env, context.as_ref(), "context")?;
+        let inner = self
+            .inner
+            .session(ctx)
+            .map_err(|e| error::context(&env, &e))?;
+        Ok(Session::new(
+            Arc::clone(&self.inner),
+            Arc::clone(&self.builder),
+            inner,
+        ))
+    }
+
+    /// A chat from its saved `state()` (an object or JSON text): activations
+    /// are rebuilt from its evidence, as after a restart.
+    #[napi(ts_args_type = "state: SessionState | string")]
+    pub fn resume(&self, env: Env, state: Unknown) -> Result<Session> {
+        let text = args::json_text(&env, &state, "state")?;
+        let state: SessionState = serde_json::from_str(&text).map_err(|e| {
+            error::usage(
+                &env,
+                format!("bad session state: {e}"),
+                Some("pass what `session.state()` returned".into()),
+            )
+        })?;
+        let inner = self
+            .inner
+            .resume(state)
+            .map_err(|e| error::context(&env, &e))?;
+        Ok(Session::new(
+            Arc::clone(&self.inner),
+            Arc::clone(&self.builder),
+            inner,
+        ))
+    }
+
+    /// Why an item (a tool name, or `skill:NAME`) is active, deferred or
+    /// hidden in a context: the `explain` JSON contract, keys in camelCase.
+    #[napi(
+        ts_args_type = "item: string, context?: SessionContext",
+        ts_return_type = "Explanation"
+    )]
+    pub fn explain(&self, env: Env, item: Unknown, context: Option<Unknown>) -> Result<Value> {
+        let name = args::string(&env, &item, "item")?;
+        let ctx = args::context(&env, context.as_ref(), "context")?;
+        if name.strip_prefix("skill:").unwrap_or(&name).is_empty() {
+            return Err(error::usage(
+                &env,
+                format!("`{name}` names nothing"),
+                Some("give a tool name or `skill:NAME`".into()),
+            ));
+        }
+        let snap = self.inner.snapshot();
+        let item = match name.strip_prefix("skill:") {
+            Some(skill) => snap
+                .skills()
+                .get(skill)
+                .map_or(ItemRef::skill(skill), ItemRef::from_skill),
+            None => snap
+                .registry()
+                .get(&name)
+                .map_or(ItemRef::tool(&name), ItemRef::from_tool),
+        };
+        let mut e = explain(snap.policy(), snap.table(), &ctx, &item)
+            .map_err(|e| error::context(&env, &e))?;
+        note_plan(&mut e, snap.table(), snap.registry()).map_err(|e| error::context(&env, &e))?;
+        let value = serde_json::to_value(&e)
+            .map_err(|e| error::usage(&env, format!("cannot write the explanation: {e}"), None))?;
+        Ok(camel_case(value))
+    }
+
+    /// Replaces the policy; throws with its diagnostics and keeps the last
+    /// good one when it does not load. Sessions use it from their next call.
+    #[napi(ts_args_type = "text: string, file?: string")]
+    pub fn reload_policy(&mut self, env: Env, text: Unknown, file: Option<Unknown>) -> Result<()> {
+        let text = args::string(&env, &text, "text")?;
+        let file =
+            args::opt_string(&env, file.as_ref(), "file")?.unwrap_or_else(|| self.file.clone());
+        self.inner
+            .reload_policy(&file, &text)
+            .map_err(|e| error::policy(&env, &e))?;
+        self.file = file;
+        Ok(())
+    }
+
+    /// Replaces the registry (an array of definitions or JSON text); throws
+    /// and keeps the last good one when it does not load. Sessions keep
+    /// their activations by name.
+    #[napi(ts_args_type = "tools: Array<object> | { tools: Array<object> } | string")]
+    pub fn reload_registry(&self, env: Env, tools: Unknown) -> Result<()> {
+        let text = args::json_text(&env, &tools, "tools")?;
+        self.inner
+            .reload_registry(&text)
+            .map_err(|e| error::list(&env, "tools", &e))
+    }
+
+    /// Replaces the skill list; throws and keeps the last good one.
+    #[napi(ts_args_type = "skills: Array<object> | string")]
+    pub fn reload_skills(&self, env: Env, skills: Unknown) -> Result<()> {
+        let text = args::json_text(&env, &skills, "skills")?;
+        self.inner
+            .reload_skills(&text)
+            .map_err(|e| error::list(&env, "skills", &e))
+    }
+
+    /// What loaded but reads badly: registry and skill names that differ
+    /// only by case or Unicode form (`PL115`), one diagnostic each.
+    #[napi(ts_return_type = "Array<Diagnostic>")]
+    pub fn warnings(&self) -> Value {
+        let snap = self.inner.snapshot();
+        let all = snap
+            .registry()
+            .warnings()
+            .iter()
+            .map(|w| ("tools", w))
+            .chain(snap.skills().warnings().iter().map(|w| ("skills", w)));
+        let diags: Vec<Diag> = all
+            .map(|(file, w)| Diag {
+                code: Some(w.code.as_str().to_string()),
+                severity: "warning",
+                file: Some(file.to_string()),
+                path: Some(w.path.clone()),
+                ..Diag::plain(w.message.clone(), w.help.clone())
+            })
+            .collect();
+        serde_json::to_value(diags).unwrap_or(Value::Array(Vec::new()))
+    }
+
+    /// The modes the policy declares, in file order.
+    #[napi(getter)]
+    pub fn modes(&self) -> Vec<String> {
+        self.inner.snapshot().policy().modes.clone()
+    }
+
+    /// The tool names of the registry, in registry order.
+    #[napi(getter)]
+    pub fn tool_names(&self) -> Vec<String> {
+        let snap = self.inner.snapshot();
+        snap.registry()
+            .tools()
+            .iter()
+            .map(|t| t.name.clone())
+            .collect()
+    }
+}
+
+/// For `bench.mjs`: the same calls as its JavaScript ones, timed in Rust in
+/// the same process, so that the difference (what JavaScript adds) is
+/// measured under the same load. Nanoseconds per call.
+#[napi(js_name = "__timeInRust")]
+// Only JavaScript calls it; unit tests build no module registration.
+#[cfg_attr(test, allow(dead_code))]
+pub fn time_in_rust(engine: &Engine, what: String, query: String, iterations: u32) -> f64 {
+    use std::hint::black_box;
+    use toolpolicy::runtime::Provider;
+    let e = &engine.inner;
+    let Ok(chat) = e.session(toolpolicy::Context::default()) else {
+        return f64::NAN;
+    };
+    let start = std::time::Instant::now();
+    for _ in 0..iterations {
+        match what.as_str() {
+            "plan" => {
+                if let Ok(plan) = chat.plan(e) {
+                    black_box(plan.provider_tools(Provider::Generic));
+                    black_box(plan.deferred().count());
+                }
+            }
+            "session" => {
+                black_box(e.session(toolpolicy::Context::default()).ok());
+            }
+            "plan-cached" => {
+                black_box(chat.plan(e).map(|p| p.declared_len()).unwrap_or(0));
+            }
+            _ => {
+                if let Ok(mut s) = e.session(toolpolicy::Context::default()) {
+                    black_box(s.search(e, &query, &[] as &[&str]).ok());
+                }
+            }
+        }
+    }
+    start.elapsed().as_nanos() as f64 / f64::from(iterations.max(1))
+}

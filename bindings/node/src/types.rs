@@ -1,0 +1,95 @@
+//! TypeScript declarations for the shapes the binding reads or returns as
+//! plain JSON: the Rust side never builds these structs, their
+//! `#[napi(object)]` declarations exist so that `index.d.ts` names them.
+
+// Declarations only: nothing constructs these.
+#![allow(dead_code)]
+
+use napi_derive::napi;
+use serde_json::Value;
+
+/// A tool definition: `{name, description, parameters}` and whatever else
+/// its registry entry carries (`source`, `cache_control`...).
+#[napi(object)]
+pub struct ToolDefinition {
+    pub name: String,
+    pub description: String,
+    pub parameters: Value,
+}
+
+/// What `Engine` is built from besides the policy text and the tools.
+#[napi(object)]
+pub struct EngineOptions {
+    /// The policy's file name in diagnostics (default `policy`).
+    pub file: Option<String>,
+    /// The skill list: an array of `{name, key?, description, source?,
+    /// model_invocable?}`, or JSON text.
+    #[napi(ts_type = "Array<object> | string")]
+    pub skills: Option<Value>,
+}
+
+/// Where a chat runs: the policy's mode (required when the policy declares
+/// modes), a Bot, the runtime's flags and its own grants (an allow-list of
+/// selectors on top of the policy's).
+#[napi(object)]
+pub struct SessionContext {
+    pub mode: Option<String>,
+    pub bot: Option<String>,
+    pub flags: Option<Vec<String>>,
+    pub grants: Option<Vec<String>>,
+}
+
+/// A chat as a host persists it: its context and the tools with evidence.
+#[napi(object)]
+pub struct SessionState {
+    pub context: SessionContext,
+    pub evidence: Vec<String>,
+}
+
+/// One diagnostic of a thrown `ToolPolicyError` (its `diagnostics`) or of
+/// `engine.warnings()`.
+#[napi(object)]
+pub struct Diagnostic {
+    /// `PL004`...; `null` for errors that are not about a policy file.
+    pub code: Option<String>,
+    #[napi(ts_type = "'error' | 'warning'")]
+    pub severity: String,
+    pub message: String,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    pub column: Option<u32>,
+    pub help: Option<String>,
+    /// A registry or skill list entry, such as `tools[3].name`.
+    pub path: Option<String>,
+}
+
+/// The `explain` JSON contract (SPEC 4), keys in camelCase.
+#[napi(object)]
+pub struct Explanation {
+    pub item: String,
+    pub context: SessionContext,
+    #[napi(ts_type = "'active' | 'deferred' | 'hidden'")]
+    pub exposure: String,
+    #[napi(
+        ts_type = "{ kind: string, rule: { text: string, file: string, line: number, column: number } | null, selector: { text: string, line: number, column: number } | null }"
+    )]
+    pub cause: Value,
+    pub candidates: Vec<Value>,
+    pub settings: Vec<Value>,
+    /// What would change the decision, in words.
+    pub change: Vec<String>,
+    pub not_declared: Option<String>,
+}
+
+/// A result's status as it stands in the transcript.
+#[napi(string_enum)]
+pub enum ResultStatus {
+    #[napi(value = "ok")]
+    Ok,
+    #[napi(value = "error")]
+    Error,
+    #[napi(value = "interrupted")]
+    Interrupted,
+    #[napi(value = "missing")]
+    Missing,
+}

@@ -1,0 +1,277 @@
+// The binding's contract, from JavaScript: every call of the issue's API,
+// the shapes it returns, and errors that throw with diagnostics instead of
+// crashing the process.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+const require = createRequire(import.meta.url);
+const { Engine } = require('../index.js');
+const root = fileURLToPath(new URL('../../../', import.meta.url));
+const policyPath = `${root}policies/pi-desktop.policy`;
+const registryPath = `${root}examples/registries/pi-desktop.json`;
+const registry = JSON.parse(readFileSync(registryPath, 'utf8'));
+
+const small = [
+  { name: 'Read', description: 'Read a file. Returns its text.' },
+  {
+    name: 'WebFetch',
+    description: 'Fetch a web page. Returns markdown.',
+    parameters: { type: 'object', properties: { url: { type: 'string' } }, required: ['url'] },
+    cache_control: { type: 'ephemeral' },
+  },
+  { name: 'Secret', description: 'Never shown.' },
+];
+const smallPolicy = 'Defer(WebFetch)\nHide(Secret)\n';
+
+/** Calls `f`, which must throw a ToolPolicyError; returns it. */
+function throws(f, pattern) {
+  try {
+    f();
+  } catch (e) {
+    assert.ok(e instanceof Error, `threw ${e}`);
+    assert.equal(e.name, 'ToolPolicyError');
+    assert.ok(Array.isArray(e.diagnostics) && e.diagnostics.length > 0);
+    if (pattern) assert.match(e.message, pattern);
+    return e;
+  }
+  assert.fail('did not throw');
+}
+
+test('an engine from text and every registry shape gives the same plan', () => {
+  const shapes = [
+    small,
+    JSON.stringify(small),
+    { tools: small },
+    small.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } })),
+    small.map((t) => ({ name: t.name, description: t.description, inputSchema: t.parameters })),
+  ];
+  const names = shapes.map((tools) => new Engine(smallPolicy, tools).session().plan().declared.map((t) => t.name));
+  for (const n of names) assert.deepEqual(n, ['Read']);
+});
+
+test('a plan holds the contract fields, definitions as the registry has them', () => {
+  const engine = new Engine(smallPolicy, small);
+  const chat = engine.session();
+  const plan = chat.plan();
+  assert.deepEqual(plan.deferred, ['WebFetch']);
+  assert.deepEqual(plan.hidden, ['Secret']);
+  assert.equal(plan.catalog, '# On-demand tools\n- WebFetch: Fetch a web page.');
+  assert.equal(plan.searchTool, 'tool_search');
+  assert.deepEqual(Object.keys(plan.tokens).sort(), ['allDeclared', 'catalog', 'declared', 'skills', 'total']);
+  assert.equal(plan.tokens.total, plan.tokens.declared + plan.tokens.catalog + plan.tokens.skills);
+  assert.deepEqual(plan.declared[0], { name: 'Read', description: 'Read a file. Returns its text.', parameters: { type: 'object', properties: {} } });
+  const json = JSON.parse(chat.planJson());
+  assert.deepEqual(json.deferred, plan.deferred);
+  assert.equal(json.tokens.all_declared, plan.tokens.allDeclared);
+});
+
+test('search activates, the next plan declares, evidence survives a resume', () => {
+  const engine = Engine.fromFiles(policyPath, registryPath);
+  const chat = engine.session({ mode: 'agent' });
+  const first = chat.plan().declared.map((t) => t.name);
+  assert.deepEqual(first.slice(0, 2), ['new_context', 'ToolSearch']);
+  const found = chat.search('open a page in the browser');
+  assert.ok(found.activated.includes('BrowserPreview'), JSON.stringify(found));
+  assert.match(found.text, /^Loaded \d tools?, callable from your next step:/);
+  assert.equal(typeof found.remainingDeferred, 'number');
+  const next = chat.plan().declared.map((t) => t.name);
+  assert.deepEqual(next.slice(0, first.length), first, 'activations only append');
+  assert.deepEqual(next.slice(first.length), found.activated);
+
+  const loaded = chat.load(['Glob', 'NoSuchTool']);
+  assert.deepEqual(loaded.activated, ['Glob']);
+  assert.deepEqual(loaded.unavailable, ['NoSuchTool']);
+
+  const call = chat.call('Glob');
+  assert.equal(call.allowed, true);
+  assert.equal(call.text ?? null, null);
+  chat.recordResult('Glob', 'ok');
+  const state = chat.state();
+  assert.deepEqual(state.context.mode, 'agent');
+  assert.ok(state.evidence.includes('Glob'));
+  const resumed = engine.resume(JSON.parse(JSON.stringify(state)));
+  assert.ok(resumed.plan().declared.some((t) => t.name === 'Glob'));
+  assert.ok(engine.resume(JSON.stringify(state)).activated().includes('Glob'));
+});
+
+test('per_prompt drops what has no evidence; a direct call to a deferred tool fails and declares it', () => {
+  const engine = Engine.fromFiles(policyPath, registryPath);
+  const chat = engine.session({ mode: 'agent' });
+  const miss = chat.call('WebSearch');
+  assert.equal(miss.allowed, false);
+  assert.equal(miss.declaredNextStep, true);
+  assert.match(miss.text, /not found\. It has been loaded now/);
+  assert.ok(chat.plan().declared.some((t) => t.name === 'WebSearch'));
+  chat.load(['TodoWrite'], { status: 'error' });
+  assert.ok(!chat.activated().includes('TodoWrite'), 'a failed load activates nothing');
+  chat.prompt();
+  assert.deepEqual(chat.activated(), [], 'nothing had evidence');
+  chat.load(['TodoWrite']);
+  chat.prompt();
+  assert.deepEqual(chat.activated(), ['TodoWrite']);
+  assert.equal(chat.compact(), 1);
+  chat.prompt();
+  assert.deepEqual(chat.activated(), []);
+  chat.restart();
+});
+
+test('hidden tools are refused and never shown', () => {
+  const chat = new Engine(smallPolicy, small).session();
+  assert.deepEqual(chat.call('Secret'), { allowed: false, declaredNextStep: false, text: 'Tool `Secret` not found.' });
+  const r = chat.search('', ['Secret']);
+  assert.deepEqual(r.unavailable, ['Secret']);
+  assert.ok(!chat.toolList().some((t) => t.name === 'Secret'));
+});
+
+test("the engine's own tools: search tool in place, call-through on request", () => {
+  const chat = new Engine(smallPolicy, small).session();
+  assert.deepEqual(chat.toolList().map((t) => t.name), ['tool_search', 'Read']);
+  const through = chat.toolList({ callThrough: true });
+  assert.deepEqual(through.map((t) => t.name), ['tool_search', 'call_tool', 'Read']);
+  assert.match(through[0].description, /- WebFetch: Fetch a web page\./);
+  const r = chat.search('fetch a web page', [], { callThrough: 'call_tool' });
+  assert.match(r.text, /parameters: \{/);
+});
+
+test('provider shapes keep extra fields; an unknown provider throws', () => {
+  const chat = new Engine('', small).session();
+  const openai = chat.providerTools('openai');
+  assert.equal(openai[1].type, 'function');
+  assert.deepEqual(openai[1].function.cache_control, { type: 'ephemeral' });
+  assert.ok(chat.providerTools('anthropic')[1].input_schema);
+  const e = throws(() => chat.providerTools('opnai'), /unknown provider `opnai`/);
+  assert.equal(e.diagnostics[0].help, 'did you mean `openai`');
+});
+
+test('explain gives the contract in camelCase', () => {
+  const engine = Engine.fromFiles(policyPath, registryPath);
+  const e = engine.explain('WebFetch', { mode: 'agent' });
+  assert.equal(e.item, 'WebFetch');
+  assert.equal(e.exposure, 'deferred');
+  assert.equal(e.cause.kind, 'defer');
+  assert.equal(e.cause.rule.line, 19);
+  assert.ok(Array.isArray(e.candidates) && e.candidates[0].selectorLine > 0);
+  throws(() => engine.explain('WebFetch'), /no mode/);
+  throws(() => engine.explain('skill:'), /names nothing/);
+});
+
+test('a policy that does not load throws every diagnostic, located', () => {
+  const e = throws(() => new Engine('Defr(x)\nDefer(\n', small, { file: 'mine.policy' }), /^mine\.policy:1:1: error\[PL004\]/);
+  assert.deepEqual(e.diagnostics.map((d) => d.code), ['PL004', 'PL001']);
+  const d = e.diagnostics[0];
+  assert.deepEqual([d.file, d.line, d.column, d.severity], ['mine.policy', 1, 1, 'error']);
+  assert.equal(d.help, 'did you mean `Defer`');
+});
+
+test('registry errors name the entry', () => {
+  const e = throws(() => new Engine('', [{ name: 'a' }, { name: 'a' }]), /tools\[1\]\.name/);
+  assert.equal(e.diagnostics[0].path, 'tools[1].name');
+  throws(() => new Engine('', '{not json'), /not valid JSON/);
+  throws(() => Engine.fromFiles(policyPath, '/nonexistent/registry.json'), /cannot read/);
+});
+
+test('reloads throw and keep the last good engine', () => {
+  const engine = new Engine(smallPolicy, small);
+  const chat = engine.session();
+  chat.search('fetch a web page');
+  throws(() => engine.reloadPolicy('Defer(\n'), /PL001/);
+  throws(() => engine.reloadRegistry([{ description: 'no name' }]), /tools\[0\]\.name/);
+  throws(() => engine.reloadSkills('[1]'), /skills\[0\]/);
+  assert.deepEqual(chat.plan().deferred, []);
+  assert.deepEqual(chat.plan().activated, ['WebFetch']);
+  engine.reloadPolicy('Hide(WebFetch)\n');
+  assert.deepEqual(chat.plan().hidden, ['WebFetch']);
+  engine.reloadRegistry(small.slice(0, 1));
+  assert.deepEqual(engine.toolNames, ['Read']);
+  engine.reloadSkills([{ name: 'review', description: 'Review code.' }]);
+  assert.deepEqual(chat.plan().skills, ['review']);
+  assert.equal(chat.resolveSkill('review').name, 'review');
+});
+
+test('modes: a policy with modes needs one; switching to an undeclared one throws and keeps the old', () => {
+  const engine = Engine.fromFiles(policyPath, registryPath);
+  assert.deepEqual(engine.modes, ['agent', 'chat']);
+  throws(() => engine.session(), /no mode/);
+  const e = throws(() => engine.session({ mode: 'agnet' }));
+  assert.match(e.diagnostics[0].help, /agent/);
+  const chat = engine.session({ mode: 'agent' });
+  throws(() => chat.setMode('nope'));
+  assert.equal(chat.state().context.mode, 'agent');
+  chat.setMode('chat');
+  assert.ok(chat.plan().declared.some((t) => t.name === 'Glob'));
+  chat.setContext({ mode: 'agent', flags: ['x'] });
+  assert.deepEqual(chat.state().context.flags, ['x']);
+});
+
+test('bad input of every kind throws; it never crashes the process', () => {
+  const engine = new Engine(smallPolicy, small);
+  const chat = engine.session();
+  const values = [undefined, null, 0, 1.5, -1, NaN, true, '', 'x', [], [1], {}, { a: 1 }, () => 1, Symbol('s'), 10n];
+  const calls = [
+    (v) => new Engine(v, small),
+    (v) => new Engine('', v),
+    (v) => new Engine('', small, v),
+    (v) => engine.session(v),
+    (v) => engine.resume(v),
+    (v) => engine.explain(v),
+    (v) => engine.explain('Read', v),
+    (v) => engine.reloadPolicy(v),
+    (v) => engine.reloadRegistry(v),
+    (v) => engine.reloadSkills(v),
+    (v) => chat.providerTools(v),
+    (v) => chat.toolList(v),
+    (v) => chat.search(v),
+    (v) => chat.search('q', v),
+    (v) => chat.search('q', [], v),
+    (v) => chat.load(v),
+    (v) => chat.call(v),
+    (v) => chat.recordResult('Read', v),
+    (v) => chat.setMode(v),
+    (v) => chat.setContext(v),
+    (v) => chat.resolveSkill(v),
+  ];
+  let threw = 0;
+  for (const call of calls) {
+    for (const v of values) {
+      try {
+        call(v);
+      } catch (e) {
+        assert.ok(e instanceof Error, String(e));
+        assert.doesNotMatch(e.message, /rust type|serde_json|panicked/i, e.message);
+        threw += 1;
+      }
+    }
+  }
+  assert.ok(threw > calls.length * 4, `only ${threw} threw`);
+  // The engine still answers after all that.
+  assert.ok(Array.isArray(engine.session().plan().declared));
+});
+
+test('an unchanged plan is the same frozen object; any change makes a new one', () => {
+  const engine = new Engine(smallPolicy, small);
+  const chat = engine.session();
+  const first = chat.plan();
+  assert.equal(chat.plan(), first);
+  assert.ok(Object.isFrozen(first) && Object.isFrozen(first.declared) && Object.isFrozen(first.declared[0].parameters));
+  assert.throws(() => {
+    'use strict';
+    first.deferred.push('x');
+  });
+  const list = chat.toolList();
+  assert.equal(chat.toolList(), list);
+  assert.notEqual(chat.toolList({ callThrough: true }), list);
+  chat.search('fetch a web page');
+  const second = chat.plan();
+  assert.notEqual(second, first);
+  assert.deepEqual(second.activated, ['WebFetch']);
+  assert.deepEqual(first.activated, [], 'an earlier plan does not change');
+  engine.reloadPolicy('Hide(WebFetch)\n');
+  assert.deepEqual(chat.plan().hidden, ['WebFetch']);
+  const other = engine.session();
+  assert.notEqual(other.plan(), chat.plan(), 'sessions do not share objects');
+  chat.setMode(null);
+  assert.equal(chat.plan(), chat.plan());
+});

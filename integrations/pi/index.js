@@ -1,0 +1,295 @@
+// A pi extension that puts pi's tools behind a toolpolicy policy.
+//
+// It decides nothing itself: the engine (the `@toolpolicy/node` module)
+// plans which tools are declared, searches and loads deferred ones, and
+// says whether a call may run. This file only translates pi's events into
+// the engine's calls:
+//
+// - session start: the registry is every tool pi knows (built-ins, other
+//   extensions' tools, MCP tools), the search tool is registered (replacing
+//   any other of its name) and pi's active tools are set from the plan;
+// - each user prompt (`before_agent_start`): `session.prompt()`, so that a
+//   `per_prompt` policy rebuilds its activations from evidence;
+// - each model turn (`turn_start`): pi's active tools follow the plan, and
+//   tools registered since (a late MCP server) join the registry;
+// - a call of a tool pi does not declare (`tool_execution_start`):
+//   `session.call()`, which applies `on_miss`; a call the plan does not
+//   allow (`tool_call`) is blocked with the engine's not-found text;
+// - each tool result (`tool_result`): evidence, `ok` or `error`;
+// - compaction (`session_compact`): the evidence before it leaves the chat;
+// - the chat's state (context and evidence) is saved in pi's session as a
+//   custom entry whenever it changes, and a resumed, forked or reloaded pi
+//   session resumes it (`engine.resume`), so activations survive restarts.
+
+import { createRequire } from 'node:module';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { policyFromLazyTools } from './convert.js';
+
+const require = createRequire(import.meta.url);
+const { Engine } = require('@toolpolicy/node');
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+/** The example policy shipped with the extension. */
+export const BUNDLED_POLICY = join(here, 'tools.policy');
+
+/**
+ * Where a tool comes from, as a policy's `source:` selectors see it:
+ * `builtin`, `mcp:SERVER` for MCP tools named `mcp__SERVER__tool`, else what
+ * pi says (an extension's package or path).
+ */
+export function sourceOf(tool) {
+  const mcp = /^mcp__(.+?)__/.exec(tool.name);
+  if (mcp) return `mcp:${mcp[1]}`;
+  return tool.sourceInfo?.source ?? 'extension';
+}
+
+/**
+ * The policy text and its file name: `options.policy` (text), then
+ * `options.policyPath`, `PI_TOOLS_POLICY`, `.pi/tools.policy`, then a
+ * pi-lazy-tools settings file (`.pi/lazy-tools.json`) converted, then the
+ * bundled example.
+ */
+export function readPolicy(cwd, options = {}) {
+  if (typeof options.policy === 'string') return { text: options.policy, file: 'policy' };
+  const path = options.policyPath ?? process.env.PI_TOOLS_POLICY ?? join(cwd, '.pi', 'tools.policy');
+  if (existsSync(path)) return { text: readFileSync(path, 'utf8'), file: path };
+  const lazy = join(cwd, '.pi', 'lazy-tools.json');
+  if (existsSync(lazy)) {
+    return { text: policyFromLazyTools(JSON.parse(readFileSync(lazy, 'utf8'))), file: lazy };
+  }
+  return { text: readFileSync(BUNDLED_POLICY, 'utf8'), file: BUNDLED_POLICY };
+}
+
+/** The custom entry type the chat's state is saved under. */
+export const STATE_ENTRY = 'toolpolicy';
+
+/** The last state saved on the session's current branch, if any. */
+function savedState(ctx) {
+  const entries = ctx?.sessionManager?.getBranch?.() ?? ctx?.sessionManager?.getEntries?.() ?? [];
+  for (let i = entries.length - 1; i >= 0; i--) {
+    const e = entries[i];
+    if (e?.type === 'custom' && e.customType === STATE_ENTRY && e.data) return e.data;
+  }
+  return null;
+}
+
+/**
+ * The extension, configured: `policy` (text) or `policyPath`, and `mode`
+ * (else `PI_TOOLS_MODE`, else the policy's first mode).
+ */
+export function createExtension(options = {}) {
+  return function toolPolicy(pi) {
+    let engine = null;
+    let chat = null;
+    /** The engine's own tools this extension registered, by name. */
+    const own = new Map();
+    let active = '';
+    let known = '';
+    /** Tools a search loaded in this run: the run ends and another starts. */
+    let continueAfterRun = null;
+    /** The state last saved, as JSON. */
+    let saved = '';
+
+    const registryTools = () =>
+      pi
+        .getAllTools()
+        .filter((t) => !own.has(t.name))
+        .map((t) => ({
+          name: t.name,
+          description: t.description ?? '',
+          parameters: t.parameters ?? { type: 'object', properties: {} },
+          source: sourceOf(t),
+        }));
+
+    /** The search tool's name, once the engine knows it (the policy's). */
+    const searchName = () => chat.plan().searchTool;
+
+    function start(ctx) {
+      const { text, file } = readPolicy(ctx?.cwd ?? process.cwd(), options);
+      let tools = registryTools();
+      engine = new Engine(text, tools, { file });
+      const mode = options.mode ?? process.env.PI_TOOLS_MODE ?? engine.modes[0];
+      const state = savedState(ctx);
+      chat = null;
+      if (state) {
+        try {
+          chat = engine.resume(state);
+          saved = JSON.stringify(state);
+        } catch (e) {
+          // A mode the edited policy no longer declares: start afresh.
+          ctx?.ui?.notify?.(`toolpolicy: ${e.message}; starting a new chat state`, 'warning');
+        }
+      }
+      chat ??= engine.session(mode ? { mode } : {});
+      // Ours replaces any other search tool of the same name.
+      const name = searchName();
+      if (name && tools.some((t) => t.name === name)) {
+        own.set(name, null);
+        tools = registryTools();
+        engine.reloadRegistry(tools);
+      }
+      known = tools.map((t) => t.name).join('\n');
+      active = '';
+      sync();
+    }
+
+    /** Registers (or updates) the engine's search tool as pi sees it. */
+    function register(def) {
+      if (own.get(def.name) === def.description) return;
+      own.set(def.name, def.description);
+      pi.registerTool({
+        name: def.name,
+        label: 'Tool search',
+        description: def.description,
+        parameters: def.parameters,
+        async execute(_id, params) {
+          const names = Array.isArray(params?.names) ? params.names.filter((n) => typeof n === 'string') : [];
+          const query = typeof params?.query === 'string' ? params.query : '';
+          const found = chat.search(query, names);
+          sync();
+          save();
+          // pi fixes a run's tools when the run starts: a search that loaded
+          // something ends the run, and `agent_end` starts the next one,
+          // whose first request declares what was loaded.
+          const loaded = found.activated.length > 0;
+          if (loaded) continueAfterRun = found.activated;
+          return {
+            content: [{ type: 'text', text: found.text }],
+            details: { activated: found.activated, unavailable: found.unavailable },
+            terminate: loaded,
+          };
+        },
+      });
+    }
+
+    /** Saves the chat's state in pi's session when it changed. */
+    function save() {
+      const state = chat.state();
+      const text = JSON.stringify(state);
+      if (text === saved) return;
+      saved = text;
+      pi.appendEntry(STATE_ENTRY, state);
+    }
+
+    /** pi's active tools follow the plan; new tools join the registry. */
+    function sync() {
+      const tools = registryTools();
+      const names = tools.map((t) => t.name).join('\n');
+      if (names !== known) {
+        engine.reloadRegistry(tools);
+        known = names;
+      }
+      const list = chat.toolList();
+      for (const def of list) {
+        if (own.has(def.name) || !tools.some((t) => t.name === def.name)) register(def);
+      }
+      const next = list.map((t) => t.name);
+      const key = next.join('\n');
+      if (key !== active) {
+        pi.setActiveTools(next);
+        active = key;
+      }
+    }
+
+    const ready = () => chat !== null;
+
+    /** Why the policy did not load, while it does not. */
+    let failure = null;
+
+    pi.on('session_start', (_event, ctx) => {
+      try {
+        failure = null;
+        start(ctx);
+      } catch (e) {
+        // Fail closed: a policy that does not load must not leave hidden
+        // tools exposed, so no tool is declared until it is fixed (then
+        // `/reload`). pi swallows errors thrown here: say why.
+        failure = e.message;
+        chat = null;
+        pi.setActiveTools([]);
+        console.error(`toolpolicy: ${e.message}`);
+        ctx?.ui?.notify?.(`toolpolicy: no tools until the policy loads: ${e.message}`, 'error');
+      }
+    });
+
+    pi.on('before_agent_start', () => {
+      if (!ready()) return;
+      chat.prompt();
+      sync();
+    });
+
+    pi.on('agent_end', () => {
+      const loaded = continueAfterRun;
+      continueAfterRun = null;
+      if (!loaded) return;
+      // After the run has finished (pi is idle again), continue the chat in
+      // a new run; the note is for the transcript, not shown to the user.
+      setTimeout(() => {
+        pi.sendMessage(
+          {
+            customType: 'toolpolicy',
+            content: `Loaded ${loaded.join(', ')}: continue with them.`,
+            display: false,
+          },
+          { triggerTurn: true },
+        );
+      }, 0);
+    });
+
+    pi.on('turn_start', () => {
+      if (ready()) sync();
+    });
+
+    pi.on('tool_execution_start', (event) => {
+      if (!ready() || own.has(event.toolName)) return;
+      if (active.split('\n').includes(event.toolName)) return;
+      // pi answers "not found" itself for a tool it does not declare; the
+      // engine still hears of the call, so `on_miss` can declare it.
+      const r = chat.call(event.toolName);
+      if (r.declaredNextStep) sync();
+    });
+
+    pi.on('tool_call', (event) => {
+      if (failure !== null) return { block: true, reason: `the tool policy did not load: ${failure}` };
+      if (!ready() || own.has(event.toolName)) return undefined;
+      const r = chat.call(event.toolName);
+      if (r.allowed) return undefined;
+      if (r.declaredNextStep) sync();
+      return { block: true, reason: r.text };
+    });
+
+    pi.on('tool_result', (event) => {
+      if (!ready() || own.has(event.toolName)) return undefined;
+      chat.recordResult(event.toolName, event.isError ? 'error' : 'ok');
+      save();
+      return undefined;
+    });
+
+    pi.on('session_compact', () => {
+      if (!ready()) return;
+      chat.compact();
+      save();
+    });
+
+    pi.registerCommand('tools-mode', {
+      description: 'Switch the tool policy mode',
+      handler: async (args, ctx) => {
+        if (!ready()) return;
+        try {
+          chat.setMode(args.trim() || null);
+          sync();
+          save();
+          ctx.ui.notify(`tool policy mode: ${args.trim()}`, 'info');
+        } catch (e) {
+          ctx.ui.notify(e.message, 'error');
+        }
+      },
+    });
+  };
+}
+
+export default createExtension();
