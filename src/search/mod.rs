@@ -47,6 +47,7 @@
 //! listing tool.
 
 mod corpus;
+mod lexicon;
 mod tokenize;
 mod vocab;
 
@@ -81,6 +82,13 @@ const W_CJK_UNIGRAM: f32 = 0.35;
 /// A Chinese word's Chinese equivalents, and its English glossary terms.
 const W_CJK_SYNONYM: f32 = 0.7;
 const W_GLOSSARY: f32 = 0.6;
+/// WordNet: a synonym of a query word, and a derivation or broader word.
+const W_LEXICON_SYNONYM: f32 = 0.45;
+const W_LEXICON_RELATED: f32 = 0.35;
+/// CC-CEDICT: the English of a Chinese word in the query, used even where the
+/// registry has the Chinese word too (a tool may say it in English, or name
+/// itself in English), and weighted under a direct match.
+const W_CEDICT: f32 = 0.5;
 /// A word made only of digits (an issue number, a port, a count).
 const W_NUMBER: f32 = 0.25;
 /// What a query word's shape implies (`notes.txt` -> file, `https://..` -> url).
@@ -468,6 +476,14 @@ impl SearchIndex {
                             push(other, *w, concept);
                         }
                     }
+                    if let Some(r) = lexicon::english(&s) {
+                        for t in &r.synonyms {
+                            push(t, W_LEXICON_SYNONYM, concept);
+                        }
+                        for t in &r.related {
+                            push(t, W_LEXICON_RELATED, concept);
+                        }
+                    }
                 }
                 if let Some(prev) = previous.take() {
                     let joined = stem(&format!("{prev}{raw}"));
@@ -503,6 +519,25 @@ impl SearchIndex {
                         concept += 1;
                         push(&s, w, concept);
                     }
+                }
+                // The run's dictionary words, longest first from the left,
+                // bring their English.
+                let mut i = 0;
+                while i < run.len() {
+                    let mut step = 1;
+                    for len in (1..=lexicon::CEDICT_MAX_CHARS.min(run.len() - i)).rev() {
+                        s.clear();
+                        s.extend(&run[i..i + len]);
+                        if let Some(english) = lexicon::chinese(&s) {
+                            concept += 1;
+                            for t in &english {
+                                push(t, W_CEDICT, concept);
+                            }
+                            step = len;
+                            break;
+                        }
+                    }
+                    i += step;
                 }
                 // Known words inside the run bring their equivalents.
                 for i in 0..run.len() {
