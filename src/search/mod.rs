@@ -51,6 +51,7 @@ mod lexicon;
 mod tokenize;
 mod vocab;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::registry::Registry;
@@ -110,6 +111,8 @@ const CONCEPT_REST: f32 = 0.3;
 /// name over the number of its name terms (at most 1), applied as
 /// `NAME_COVER_BONUS * coverage²`.
 const NAME_COVER_BONUS: f32 = 2.5;
+/// Bonus for every tool of a server that the query names (`in Notion`).
+const SERVER_BONUS: f32 = 2.0;
 /// Bonus for a query word that is verbatim a multi-part tool name.
 const VERBATIM_NAME_BONUS: f32 = 1000.0;
 
@@ -163,6 +166,9 @@ pub struct SearchIndex {
     postings: Vec<Box<[Posting]>>,
     /// Per term, whether it occurs in an indexed tool's name.
     in_name: Box<[bool]>,
+    /// A word naming a server (see `Corpus::server_words`) -> the indexed
+    /// tools of that server, in registry order.
+    servers: HashMap<Box<str>, Box<[u32]>>,
 }
 
 impl SearchIndex {
@@ -243,7 +249,17 @@ impl SearchIndex {
                 });
             }
         }
+        let mut servers: HashMap<Box<str>, Vec<u32>> = HashMap::new();
+        for i in shown() {
+            for w in corpus.server_words[i].iter() {
+                servers.entry(w.clone()).or_default().push(i as u32);
+            }
+        }
         SearchIndex {
+            servers: servers
+                .into_iter()
+                .map(|(w, t)| (w, t.into_boxed_slice()))
+                .collect(),
             corpus,
             postings: postings.into_iter().map(Vec::into_boxed_slice).collect(),
             in_name: in_name.into_boxed_slice(),
@@ -340,6 +356,27 @@ impl SearchIndex {
                 (a.sum, a.best, a.best_name, a.in_concept) = (0.0, 0.0, 0.0, false);
             }
             local.clear();
+        }
+
+        // A query that names a server prefers that server's tools.
+        let mut named: Vec<&str> = Vec::new();
+        let mut words = Vec::new();
+        tokenize::tokenize_into(trimmed, &mut words);
+        for word in words.iter().take(MAX_QUERY_TERMS) {
+            let Some((key, tools)) = self.servers.get_key_value(word.as_str()) else {
+                continue;
+            };
+            if named.contains(&&**key) {
+                continue;
+            }
+            named.push(key);
+            for &i in tools.iter() {
+                let i = i as usize;
+                if acc[i].score == 0.0 {
+                    touched.push(i as u32);
+                }
+                acc[i].score += SERVER_BONUS;
+            }
         }
 
         // Tools named verbatim by one of the query's words.
@@ -1010,6 +1047,23 @@ mod tests {
         assert_eq!(names(&reg, &idx, "附近的酒店")[0], "around_search");
         assert_eq!(names(&reg, &idx, "读取文件内容")[0], "read_file");
         assert_eq!(names(&reg, &idx, "点击按钮")[0], "click");
+    }
+
+    #[test]
+    fn a_query_naming_a_server_prefers_its_tools() {
+        let mut a = tool("list_users", "List all users", json!({}));
+        a.source = Some("mcp:metabase".into());
+        let mut b = tool("get_users", "List all users", json!({}));
+        b.source = Some("mcp:notion".into());
+        let reg = Registry::new(vec![a, b]).unwrap();
+        let idx = SearchIndex::new(&reg);
+        assert_eq!(names(&reg, &idx, "all users in Notion")[0], "get_users");
+        assert_eq!(names(&reg, &idx, "all users in metabase")[0], "list_users");
+        // A hidden server's tools name nothing.
+        assert_eq!(
+            idx.without(&[1]).rank("notion", |_| true),
+            Vec::<usize>::new()
+        );
     }
 
     #[test]
