@@ -47,6 +47,7 @@
 //! listing tool.
 
 mod corpus;
+mod explain;
 mod lexicon;
 mod tokenize;
 mod vocab;
@@ -57,6 +58,7 @@ use std::sync::Arc;
 use crate::registry::Registry;
 
 use corpus::Corpus;
+pub use explain::{ConceptMatch, Explanation, TermMatch};
 use tokenize::{Piece, is_cjk_stopchar, is_stopword, scan, stem};
 use vocab::{QUESTION_WORDS, cjk_vocab, synonyms};
 
@@ -142,6 +144,47 @@ struct QueryTerm {
     id: u32,
     weight: f32,
     concept: u32,
+    origin: Origin,
+}
+
+/// Where a query term came from, for [`SearchIndex::explain`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// A word of the query itself (stemmed), a CJK bigram or character of it,
+    /// or a camelCase word whole.
+    Word,
+    /// Two adjacent query words joined (`local storage` -> `localstorage`).
+    Joined,
+    /// The built-in vocabulary: synonyms, abbreviations, Chinese equivalents.
+    Vocabulary,
+    /// WordNet: a synonym, derivation or broader word.
+    WordNet,
+    /// CC-CEDICT: the English of a Chinese word of the query.
+    Cedict,
+    /// A name term the query word is the start of (`auth` -> `authenticated`).
+    Prefix,
+    /// What a word's shape implies (`notes.txt` -> file).
+    Shape,
+    /// What a question word asks for (`when` -> time).
+    Question,
+    /// A plural in the query hints at a listing tool.
+    Plural,
+}
+
+impl Origin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Origin::Word => "query",
+            Origin::Joined => "joined",
+            Origin::Vocabulary => "vocabulary",
+            Origin::WordNet => "wordnet",
+            Origin::Cedict => "cedict",
+            Origin::Prefix => "prefix",
+            Origin::Shape => "shape",
+            Origin::Question => "question",
+            Origin::Plural => "plural",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -358,47 +401,22 @@ impl SearchIndex {
             local.clear();
         }
 
-        // A query that names a server prefers that server's tools.
-        let mut named: Vec<&str> = Vec::new();
-        let mut words = Vec::new();
-        tokenize::tokenize_into(trimmed, &mut words);
-        for word in words.iter().take(MAX_QUERY_TERMS) {
-            let Some((key, tools)) = self.servers.get_key_value(word.as_str()) else {
-                continue;
-            };
-            if named.contains(&&**key) {
-                continue;
+        // A query that names a server prefers that server's tools, and a
+        // tool the query names verbatim comes first.
+        let bonuses = self
+            .named_servers(trimmed)
+            .into_iter()
+            .flat_map(|(_, tools)| tools.iter().map(|&i| (i, SERVER_BONUS)))
+            .chain(
+                self.verbatim_names(trimmed)
+                    .map(|i| (i, VERBATIM_NAME_BONUS)),
+            );
+        for (i, bonus) in bonuses {
+            let a = &mut acc[i as usize];
+            if a.score == 0.0 {
+                touched.push(i);
             }
-            named.push(key);
-            for &i in tools.iter() {
-                let i = i as usize;
-                if acc[i].score == 0.0 {
-                    touched.push(i as u32);
-                }
-                acc[i].score += SERVER_BONUS;
-            }
-        }
-
-        // Tools named verbatim by one of the query's words.
-        for word in trimmed
-            .split(|c: char| c.is_whitespace() || "`'\",;()[]{}<>“”‘’，。；：（）".contains(c))
-            .filter(|w| !w.is_empty())
-            .take(MAX_QUERY_TERMS)
-        {
-            let word = word.trim_end_matches(['.', ':', '?', '!']);
-            if let Some(list) = self
-                .corpus
-                .identifier_names
-                .get(word.to_lowercase().as_str())
-            {
-                for &i in list {
-                    let i = i as usize;
-                    if acc[i].score == 0.0 {
-                        touched.push(i as u32);
-                    }
-                    acc[i].score += VERBATIM_NAME_BONUS;
-                }
-            }
+            a.score += bonus;
         }
 
         // Sort key: descending score, then ascending index, packed into a u64
@@ -406,12 +424,7 @@ impl SearchIndex {
         let mut ranked: Vec<u64> = Vec::with_capacity(touched.len());
         for &t in &touched {
             let i = t as usize;
-            let mut s = acc[i].score;
-            let name_terms = self.corpus.tools[i].1;
-            if acc[i].name_hits > 0.0 && name_terms > 0 {
-                let cover = (acc[i].name_hits / name_terms as f32).min(1.0);
-                s += NAME_COVER_BONUS * cover * cover;
-            }
+            let s = acc[i].score + self.cover_bonus(i, acc[i].name_hits);
             if s <= 0.0 || !s.is_finite() || exact.contains(&i) || !eligible(i) {
                 continue;
             }
@@ -422,13 +435,57 @@ impl SearchIndex {
         exact
     }
 
+    /// The servers the query names (`in Notion`), each once, with their
+    /// indexed tools.
+    fn named_servers(&self, query: &str) -> Vec<(&str, &[u32])> {
+        let mut named: Vec<(&str, &[u32])> = Vec::new();
+        let mut words = Vec::new();
+        tokenize::tokenize_into(query, &mut words);
+        for word in words.iter().take(MAX_QUERY_TERMS) {
+            if let Some((key, tools)) = self.servers.get_key_value(word.as_str())
+                && !named.iter().any(|(k, _)| *k == &**key)
+            {
+                named.push((key, tools));
+            }
+        }
+        named
+    }
+
+    /// Tools named verbatim by one of the query's words (`call read_file`).
+    fn verbatim_names<'a>(&'a self, query: &'a str) -> impl Iterator<Item = u32> + 'a {
+        query
+            .split(|c: char| c.is_whitespace() || "`'\",;()[]{}<>“”‘’，。；：（）".contains(c))
+            .filter(|w| !w.is_empty())
+            .take(MAX_QUERY_TERMS)
+            .filter_map(|word| {
+                let word = word.trim_end_matches(['.', ':', '?', '!']);
+                self.corpus
+                    .identifier_names
+                    .get(word.to_lowercase().as_str())
+            })
+            .flatten()
+            .copied()
+    }
+
+    /// The bonus for the query covering the tool's name: `name_hits`, the
+    /// query weight of the concepts that hit the name, over its name terms.
+    fn cover_bonus(&self, tool: usize, name_hits: f32) -> f32 {
+        let name_terms = self.corpus.tools[tool].1;
+        if name_hits > 0.0 && name_terms > 0 {
+            let cover = (name_hits / name_terms as f32).min(1.0);
+            NAME_COVER_BONUS * cover * cover
+        } else {
+            0.0
+        }
+    }
+
     /// The query's known terms with their weights, deduplicated (first occurrence
     /// keeps its place, the highest weight wins), at most [`MAX_QUERY_TERMS`].
     fn query_terms(&self, query: &str) -> Vec<QueryTerm> {
         let mut out: Vec<QueryTerm> = Vec::new();
         // A term already present keeps the higher weight, and with it that
         // occurrence's concept.
-        let mut push = |term: &str, weight: f32, concept: u32| {
+        let mut push = |term: &str, weight: f32, concept: u32, origin: Origin| {
             let Some(id) = self.term(term) else {
                 return;
             };
@@ -436,12 +493,14 @@ impl SearchIndex {
                 if weight > e.weight {
                     e.weight = weight;
                     e.concept = concept;
+                    e.origin = origin;
                 }
             } else if out.len() < MAX_QUERY_TERMS {
                 out.push(QueryTerm {
                     id,
                     weight,
                     concept,
+                    origin,
                 });
             }
         };
@@ -449,7 +508,7 @@ impl SearchIndex {
         for word in query.split_whitespace().take(MAX_QUERY_TERMS) {
             concept += 1;
             for hint in shape_hints(word) {
-                push(&stem(hint), W_SHAPE, concept);
+                push(&stem(hint), W_SHAPE, concept, Origin::Shape);
             }
         }
         let syn = synonyms();
@@ -474,20 +533,25 @@ impl SearchIndex {
                     let un = stem(&format!("un{raw}"));
                     if self.term(&un).is_some() {
                         concept += 1;
-                        push(&un, W_WORD, concept);
+                        push(&un, W_WORD, concept, Origin::Word);
                         previous = None;
                         return;
                     }
                 }
                 if let Ok(i) = QUESTION_WORDS.binary_search_by(|(k, _)| (*k).cmp(&raw)) {
                     concept += 1;
-                    push(&stem(QUESTION_WORDS[i].1), W_QUESTION, concept);
+                    push(
+                        &stem(QUESTION_WORDS[i].1),
+                        W_QUESTION,
+                        concept,
+                        Origin::Question,
+                    );
                 }
                 if parts.len() > 1 {
                     let whole = stem(&raw);
                     if !is_stopword(&whole) {
                         concept += 1;
-                        push(&whole, W_CAMEL_WHOLE, concept);
+                        push(&whole, W_CAMEL_WHOLE, concept, Origin::Word);
                     }
                 }
                 for part in &parts {
@@ -497,39 +561,39 @@ impl SearchIndex {
                     }
                     concept += 1;
                     if s.bytes().all(|b| b.is_ascii_digit()) {
-                        push(&s, W_NUMBER, concept);
+                        push(&s, W_NUMBER, concept, Origin::Word);
                         continue;
                     }
-                    push(&s, W_WORD, concept);
+                    push(&s, W_WORD, concept, Origin::Word);
                     for t in self.name_prefixed(&s) {
-                        push(t, W_PREFIX, concept);
+                        push(t, W_PREFIX, concept, Origin::Prefix);
                     }
                     if is_plural(part, &s) {
                         // Asking about things in the plural hints at a listing.
-                        push("list", W_PLURAL, PLURAL_CONCEPT);
+                        push("list", W_PLURAL, PLURAL_CONCEPT, Origin::Plural);
                     }
                     if let Some(list) = syn.get(s.as_str()) {
                         for (other, w) in list {
-                            push(other, *w, concept);
+                            push(other, *w, concept, Origin::Vocabulary);
                         }
                     }
                     if let Some(r) = lexicon::english(&s) {
                         for t in &r.synonyms {
-                            push(t, W_LEXICON_SYNONYM, concept);
+                            push(t, W_LEXICON_SYNONYM, concept, Origin::WordNet);
                         }
                         for t in &r.related {
-                            push(t, W_LEXICON_RELATED, concept);
+                            push(t, W_LEXICON_RELATED, concept, Origin::WordNet);
                         }
                     }
                 }
                 if let Some(prev) = previous.take() {
                     let joined = stem(&format!("{prev}{raw}"));
                     concept += 1;
-                    push(&joined, W_JOINED, concept);
+                    push(&joined, W_JOINED, concept, Origin::Joined);
                     // Phrasal words: `make sure`, `kick off`, `api key`.
                     if let Some(list) = syn.get(joined.as_str()) {
                         for (other, w) in list {
-                            push(other, *w, concept);
+                            push(other, *w, concept, Origin::Vocabulary);
                         }
                     }
                 }
@@ -542,7 +606,7 @@ impl SearchIndex {
                     s.clear();
                     s.extend(w);
                     concept += 1;
-                    push(&s, W_CJK_BIGRAM, concept);
+                    push(&s, W_CJK_BIGRAM, concept, Origin::Word);
                 }
                 for &c in &run {
                     if !is_cjk_stopchar(c) {
@@ -554,7 +618,7 @@ impl SearchIndex {
                             W_CJK_UNIGRAM
                         };
                         concept += 1;
-                        push(&s, w, concept);
+                        push(&s, w, concept, Origin::Word);
                     }
                 }
                 // The run's dictionary words, longest first from the left,
@@ -568,7 +632,7 @@ impl SearchIndex {
                         if let Some(english) = lexicon::chinese(&s) {
                             concept += 1;
                             for t in &english {
-                                push(t, W_CEDICT, concept);
+                                push(t, W_CEDICT, concept, Origin::Cedict);
                             }
                             step = len;
                             break;
@@ -584,13 +648,13 @@ impl SearchIndex {
                         if let Some(entry) = cjk.words.get(s.as_str()) {
                             concept += 1;
                             for (t, w) in &entry.same {
-                                push(t, *w, concept);
+                                push(t, *w, concept, Origin::Vocabulary);
                             }
                             // Translated only where the registry does not
                             // have the Chinese word itself.
                             if !self.has_cjk_word(&run[i..i + len]) {
                                 for (t, w) in &entry.english {
-                                    push(t, *w, concept);
+                                    push(t, *w, concept, Origin::Vocabulary);
                                 }
                             }
                         }
