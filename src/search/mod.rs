@@ -91,7 +91,9 @@ const W_LEXICON_RELATED: f32 = 0.35;
 /// CC-CEDICT: the English of a Chinese word in the query, used even where the
 /// registry has the Chinese word too (a tool may say it in English, or name
 /// itself in English), and weighted under a direct match.
-const W_CEDICT: f32 = 0.5;
+const W_CEDICT: f32 = 0.7;
+/// The share of [`W_CEDICT`] a one-character word gets.
+const CEDICT_CHAR: f32 = 0.35;
 /// A word made only of digits (an issue number, a port, a count).
 const W_NUMBER: f32 = 0.25;
 /// What a query word's shape implies (`notes.txt` -> file, `https://..` -> url).
@@ -114,7 +116,7 @@ const CONCEPT_REST: f32 = 0.3;
 /// `NAME_COVER_BONUS * coverage²`.
 const NAME_COVER_BONUS: f32 = 2.5;
 /// Bonus for every tool of a server that the query names (`in Notion`).
-const SERVER_BONUS: f32 = 2.0;
+const SERVER_BONUS: f32 = 4.0;
 /// Bonus for a query word that is verbatim a multi-part tool name.
 const VERBATIM_NAME_BONUS: f32 = 1000.0;
 
@@ -606,7 +608,14 @@ impl SearchIndex {
                     s.clear();
                     s.extend(w);
                     concept += 1;
-                    push(&s, W_CJK_BIGRAM, concept, Origin::Word);
+                    // A pair across a function character (`的会`) is
+                    // rarely a word.
+                    let w = if w.iter().any(|&c| is_cjk_stopchar(c)) {
+                        W_CJK_UNIGRAM
+                    } else {
+                        W_CJK_BIGRAM
+                    };
+                    push(&s, w, concept, Origin::Word);
                 }
                 for &c in &run {
                     if !is_cjk_stopchar(c) {
@@ -631,8 +640,20 @@ impl SearchIndex {
                         s.extend(&run[i..i + len]);
                         if let Some(english) = lexicon::chinese(&s) {
                             concept += 1;
-                            for t in &english {
-                                push(t, W_CEDICT, concept, Origin::Cedict);
+                            // A character alone has many senses: its English
+                            // says less, and a function character's nothing.
+                            let weight = match len {
+                                1 if is_cjk_stopchar(run[i]) => 0.0,
+                                1 => W_CEDICT * CEDICT_CHAR,
+                                _ => W_CEDICT,
+                            };
+                            for t in english.iter().filter(|_| weight > 0.0) {
+                                push(t, weight, concept, Origin::Cedict);
+                                // And what the English word stands for, one
+                                // step further (`改` -> change -> update).
+                                for (other, w) in syn.get(t.as_str()).into_iter().flatten() {
+                                    push(other, weight * w, concept, Origin::Cedict);
+                                }
                             }
                             step = len;
                             break;
@@ -1128,6 +1149,21 @@ mod tests {
             idx.without(&[1]).rank("notion", |_| true),
             Vec::<usize>::new()
         );
+    }
+
+    #[test]
+    fn chinese_words_reach_english_names_through_the_dictionary() {
+        let reg = registry(&[
+            ("calendar_event_patch", "日历-更新日程"),
+            ("calendar_event_delete", "日历-删除日程"),
+            ("dashboard_create", "Create a dashboard"),
+            ("comment_create", "任务-新建评论"),
+        ]);
+        let idx = SearchIndex::new(&reg);
+        // 改 -> change -> update, patch: a colloquial verb finds the formal one.
+        assert_eq!(names(&reg, &idx, "把日程改一下")[0], "calendar_event_patch");
+        // 仪表盘 -> dashboard, though the registry has 新建 in Chinese only.
+        assert_eq!(names(&reg, &idx, "新建一个仪表盘")[0], "dashboard_create");
     }
 
     #[test]
