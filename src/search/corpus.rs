@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::registry::Registry;
 
+use super::intent::{self, Intent};
 use super::tokenize::{stem, tokenize_into};
 use super::{DESCRIPTION, FIELDS, NAME, PARAM_NAME, PARAM_TEXT, is_identifier_like};
 
@@ -37,6 +38,8 @@ pub(super) struct Corpus {
     /// `mcp:<server>` source tag (`mcp:notion` -> `notion`), so that a query
     /// naming a product can prefer that server's tools.
     pub server_words: Vec<Box<[Box<str>]>>,
+    /// Per tool, whether its name says it reads or changes something.
+    pub intents: Vec<Intent>,
 }
 
 impl Corpus {
@@ -140,7 +143,10 @@ impl Corpus {
             .map(|t| server_words(t.source.as_deref()))
             .collect();
 
+        let intents = tools.iter().map(|t| intent::of_name(&t.name)).collect();
+
         Corpus {
+            intents,
             server_words,
             terms,
             per_tool,

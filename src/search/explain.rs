@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::{
     CONCEPT_REST, DESCRIPTION, FIELDS, MAX_QUERY_BYTES, NAME, NAME_FLAG, PARAM_NAME, PARAM_TEXT,
-    SERVER_BONUS, SearchIndex, VERBATIM_NAME_BONUS, truncate,
+    SERVER_BONUS, SearchIndex, VERBATIM_NAME_BONUS, intent, intent_bonus, truncate,
 };
 
 /// The field names, in field order, as an explanation shows them.
@@ -118,6 +118,12 @@ impl SearchIndex {
         let cover = self.cover_bonus(tool, name_hits);
         if cover > 0.0 {
             bonuses.push(("name coverage".to_string(), cover));
+        }
+        if !concepts.is_empty() {
+            let intent = intent_bonus(intent::of_query(query), self.corpus.intents[tool]);
+            if intent > 0.0 {
+                bonuses.push(("read or change, as asked".to_string(), intent));
+            }
         }
         for (server, tools) in self.named_servers(query) {
             if tools.contains(&(tool as u32)) {

@@ -48,6 +48,7 @@
 
 mod corpus;
 mod explain;
+mod intent;
 mod lexicon;
 mod tokenize;
 mod vocab;
@@ -88,6 +89,10 @@ const W_GLOSSARY: f32 = 0.6;
 /// WordNet: a synonym of a query word, and a derivation or broader word.
 const W_LEXICON_SYNONYM: f32 = 0.45;
 const W_LEXICON_RELATED: f32 = 0.35;
+/// At most this many of each per query word: every term walks its postings,
+/// and the first ones come from the most frequent senses.
+const MAX_LEXICON_SYNONYMS: usize = 4;
+const MAX_LEXICON_RELATED: usize = 3;
 /// CC-CEDICT: the English of a Chinese word in the query, used even where the
 /// registry has the Chinese word too (a tool may say it in English, or name
 /// itself in English), and weighted under a direct match.
@@ -115,6 +120,9 @@ const CONCEPT_REST: f32 = 0.3;
 /// name over the number of its name terms (at most 1), applied as
 /// `NAME_COVER_BONUS * coverage²`.
 const NAME_COVER_BONUS: f32 = 2.5;
+/// Bonus for a matched tool whose name's verb is of the kind the query asks
+/// for: reading (`which`, `show`, `看看`) or changing (`add`, `delete`, `改`).
+const INTENT_BONUS: f32 = 0.8;
 /// Bonus for every tool of a server that the query names (`in Notion`).
 const SERVER_BONUS: f32 = 4.0;
 /// Bonus for a query word that is verbatim a multi-part tool name.
@@ -371,6 +379,7 @@ impl SearchIndex {
         // many synonyms counts about once.
         let mut terms = self.query_terms(trimmed);
         terms.sort_by_key(|t| t.concept);
+        let intent = intent::of_query(trimmed);
         let mut acc = vec![Acc::default(); self.corpus.tools.len()];
         let mut touched: Vec<u32> = Vec::new();
         let mut local: Vec<u32> = Vec::new();
@@ -426,7 +435,9 @@ impl SearchIndex {
         let mut ranked: Vec<u64> = Vec::with_capacity(touched.len());
         for &t in &touched {
             let i = t as usize;
-            let s = acc[i].score + self.cover_bonus(i, acc[i].name_hits);
+            let s = acc[i].score
+                + self.cover_bonus(i, acc[i].name_hits)
+                + intent_bonus(intent, self.corpus.intents[i]);
             if s <= 0.0 || !s.is_finite() || exact.contains(&i) || !eligible(i) {
                 continue;
             }
@@ -580,10 +591,10 @@ impl SearchIndex {
                         }
                     }
                     if let Some(r) = lexicon::english(&s) {
-                        for t in &r.synonyms {
+                        for t in r.synonyms.iter().take(MAX_LEXICON_SYNONYMS) {
                             push(t, W_LEXICON_SYNONYM, concept, Origin::WordNet);
                         }
-                        for t in &r.related {
+                        for t in r.related.iter().take(MAX_LEXICON_RELATED) {
                             push(t, W_LEXICON_RELATED, concept, Origin::WordNet);
                         }
                     }
@@ -772,6 +783,16 @@ fn shape_hints(word: &str) -> Vec<&'static str> {
             }
         }
         _ => Vec::new(),
+    }
+}
+
+/// [`INTENT_BONUS`] where the query's intent is known and the tool's name
+/// says the same.
+fn intent_bonus(query: intent::Intent, tool: intent::Intent) -> f32 {
+    if query != intent::Intent::Unknown && query == tool {
+        INTENT_BONUS
+    } else {
+        0.0
     }
 }
 
@@ -1164,6 +1185,27 @@ mod tests {
         assert_eq!(names(&reg, &idx, "把日程改一下")[0], "calendar_event_patch");
         // 仪表盘 -> dashboard, though the registry has 新建 in Chinese only.
         assert_eq!(names(&reg, &idx, "新建一个仪表盘")[0], "dashboard_create");
+    }
+
+    #[test]
+    fn a_request_to_see_prefers_the_reading_sibling() {
+        let reg = registry(&[
+            ("create_comment", "Comment on a page"),
+            ("retrieve_comment", "Comment on a page"),
+        ]);
+        let idx = SearchIndex::new(&reg);
+        assert_eq!(
+            names(&reg, &idx, "what do the comments on the page say")[0],
+            "retrieve_comment"
+        );
+        assert_eq!(
+            names(&reg, &idx, "看看页面的 comment")[0],
+            "retrieve_comment"
+        );
+        assert_eq!(
+            names(&reg, &idx, "comment on the page")[0],
+            "create_comment"
+        );
     }
 
     #[test]
