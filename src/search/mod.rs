@@ -40,6 +40,18 @@
 //! Within a concept a tool scores its best variant in full and the rest at a
 //! fraction, so a word with many synonyms still counts about once.
 //!
+//! Beyond that hand-written vocabulary, two lexical resources are compiled in
+//! (`lexicon`): WordNet gives each English query word the synonyms of its
+//! frequent senses and its derivations, and CC-CEDICT gives each Chinese word
+//! of the query (segmented longest-first) its English, used even where the
+//! registry has the Chinese word, since a tool may say it, or be named, in
+//! English. Both weigh less than the query's own words.
+//!
+//! The request's structure adds bonuses: a query naming a server (the word of
+//! an `mcp:<server>` source tag) prefers that server's tools, and a request
+//! to read or to change prefers a tool whose name's verb says the same
+//! (`intent`). [`SearchIndex::explain`] takes a score apart.
+//!
 //! The shape of a word adds hints (`notes.txt` or `src/a.rs` -> file, `.png`
 //! -> image, `https://..` or `example.com` -> url), digits weigh little, the word
 //! after `without` is dropped, `not staged` also reads as `unstaged`, question
