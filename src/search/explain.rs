@@ -28,8 +28,15 @@ pub struct Explanation {
     /// query equal to a tool name puts that tool first whatever its score).
     pub score: f32,
     pub concepts: Vec<ConceptMatch>,
-    /// `name coverage`, `server named`, `name in query`, with their points.
-    pub bonuses: Vec<(String, f32)>,
+    pub bonuses: Vec<Bonus>,
+}
+
+/// A bonus on top of the concepts: `name coverage`, `read or change, as
+/// asked`, ``server `notion` named``, `name in query`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Bonus {
+    pub what: String,
+    pub points: f32,
 }
 
 /// One concept of the query (a word with its expansions) that matched.
@@ -55,6 +62,13 @@ pub struct TermMatch {
     pub fields: Vec<&'static str>,
     /// Weight times the term's BM25F score in this tool.
     pub score: f32,
+}
+
+fn bonus(what: &str, points: f32) -> Bonus {
+    Bonus {
+        what: what.to_string(),
+        points,
+    }
 }
 
 impl SearchIndex {
@@ -117,25 +131,25 @@ impl SearchIndex {
         let mut bonuses = Vec::new();
         let cover = self.cover_bonus(tool, name_hits);
         if cover > 0.0 {
-            bonuses.push(("name coverage".to_string(), cover));
+            bonuses.push(bonus("name coverage", cover));
         }
         if !concepts.is_empty() {
             let intent = intent_bonus(intent::of_query(query), self.corpus.intents[tool]);
             if intent > 0.0 {
-                bonuses.push(("read or change, as asked".to_string(), intent));
+                bonuses.push(bonus("read or change, as asked", intent));
             }
         }
         for (server, tools) in self.named_servers(query) {
             if tools.contains(&(tool as u32)) {
-                bonuses.push((format!("server `{server}` named"), SERVER_BONUS));
+                bonuses.push(bonus(&format!("server `{server}` named"), SERVER_BONUS));
             }
         }
         let verbatim = self.verbatim_names(query).filter(|&i| i as usize == tool);
         for _ in verbatim {
-            bonuses.push(("name in query".to_string(), VERBATIM_NAME_BONUS));
+            bonuses.push(bonus("name in query", VERBATIM_NAME_BONUS));
         }
         let score = concepts.iter().map(|c| c.score).sum::<f32>()
-            + bonuses.iter().map(|(_, b)| b).sum::<f32>();
+            + bonuses.iter().map(|b| b.points).sum::<f32>();
         Some(Explanation {
             tool: name.to_string(),
             score,
@@ -202,7 +216,7 @@ mod tests {
             for (i, _) in reg.tools().iter().enumerate() {
                 let e = idx.explain(q, i).unwrap();
                 let parts: f32 = e.concepts.iter().map(|c| c.score).sum::<f32>()
-                    + e.bonuses.iter().map(|b| b.1).sum::<f32>();
+                    + e.bonuses.iter().map(|b| b.points).sum::<f32>();
                 assert!((parts - e.score).abs() < 1e-3);
                 assert_eq!(ranked.contains(&i), e.score > 0.0, "{q}: {e:?}");
             }

@@ -71,7 +71,7 @@ use std::sync::Arc;
 use crate::registry::Registry;
 
 use corpus::Corpus;
-pub use explain::{ConceptMatch, Explanation, TermMatch};
+pub use explain::{Bonus, ConceptMatch, Explanation, TermMatch};
 use tokenize::{Piece, is_cjk_stopchar, is_stopword, scan, stem};
 use vocab::{QUESTION_WORDS, cjk_vocab, synonyms};
 

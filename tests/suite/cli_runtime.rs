@@ -119,6 +119,12 @@ fn search_explain_keeps_the_contract_and_says_why() {
                 .is_some_and(|f| f.contains(&"name".into()))),
         "{glob}"
     );
+    assert!(
+        glob["bonuses"].as_array().is_some_and(|b| b
+            .iter()
+            .all(|b| b["what"].is_string() && b["points"].is_number())),
+        "{glob}"
+    );
     // Without --explain the JSON has no such field.
     let plain = json(&with(
         &["search", "find files by glob pattern"],

@@ -88,8 +88,8 @@ fn human_explain(explained: &[Explanation]) -> String {
                 );
             }
         }
-        for (what, points) in &e.bonuses {
-            out += &format!("    {what} +{points:.2}\n");
+        for b in &e.bonuses {
+            out += &format!("    {} +{:.2}\n", b.what, b.points);
         }
     }
     out
