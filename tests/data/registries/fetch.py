@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Regenerates the registries in this folder from the real MCP servers.
 
-Each server is installed at a pinned version (npm into a scratch folder,
-Python packages with pip), started over stdio, and asked for its tools with
+Each server is installed at a pinned version from npm into a scratch folder,
+started over stdio, and asked for its tools with
 the MCP Python SDK's client, as an agent runtime would. The tools are written
 as `NAME.json`: a JSON array of {name, description, parameters, source}, the
 shape of the shared fixture registries, in the order the server listed them.
