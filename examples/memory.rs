@@ -118,6 +118,15 @@ fn main() {
     // Everything the sessions share (the names kept for the loads below too).
     let engine_bytes = live() - start;
 
+    // The search lexicon (WordNet, CC-CEDICT) is built once per process on
+    // the first query that needs it, whatever the number of engines or tools.
+    let before = live();
+    let _ = engine
+        .snapshot()
+        .search_index()
+        .rank("tell me when the 日程 changes", |_| true);
+    let lexicon_bytes = live() - before;
+
     // Sessions without activations.
     let before = live();
     let mut sessions: Vec<Session> = Vec::with_capacity(SESSIONS);
@@ -153,6 +162,14 @@ fn main() {
         mib(engine_bytes)
     );
     println!(
+        "engine heap per registry tool: {:.0} bytes",
+        engine_bytes as f64 / TOOLS as f64
+    );
+    println!(
+        "search lexicon, once per process (not per engine or tool): {:.0} KiB",
+        lexicon_bytes as f64 / 1024.0
+    );
+    println!(
         "of which the base plan of one context (shared by its sessions, cached per context): {:.0} KiB",
         base_plan as f64 / 1024.0
     );
@@ -168,10 +185,11 @@ fn main() {
          budget {ACTIVATION_BUDGET:.0})"
     );
     println!(
-        "{SESSIONS} sessions + engine: {} of heap (sessions {}, engine {}); budget {}",
+        "{SESSIONS} sessions + engine: {} of heap (sessions {}, engine {}, lexicon {}); budget {}",
         mib(total),
-        mib(total - engine_bytes),
+        mib(total - engine_bytes - lexicon_bytes),
         mib(engine_bytes),
+        mib(lexicon_bytes),
         mib(TOTAL_BUDGET)
     );
     if let Some(r) = resident {

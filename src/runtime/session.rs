@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::decision::{Context, ContextError};
 use crate::registry::{Registry, Skill};
+use crate::search::Explanation;
 use crate::settings::{Activation, OnMiss};
 
 use super::activation::{ActivationResult, CallOutcome, MAX_MATCHES, Verb};
@@ -252,6 +253,27 @@ impl Session {
         delivery: Delivery<'_>,
     ) -> Result<ActivationResult, ContextError> {
         self.activate(engine, Verb::Search, query, names, status, delivery)
+    }
+
+    /// Why each of `tools` scores what it does for `query` in this session's
+    /// context: the index a search here uses, which leaves out hidden tools
+    /// (so their explanation is `None`, as for an unknown name). Changes
+    /// nothing in the session.
+    pub fn explain_search<S: AsRef<str>>(
+        &mut self,
+        engine: &Engine,
+        query: &str,
+        tools: &[S],
+    ) -> Result<Vec<Option<Explanation>>, ContextError> {
+        let (snap, base) = self.prepare(engine)?;
+        let index = snap.search_index_for(&base);
+        Ok(tools
+            .iter()
+            .map(|name| {
+                let i = snap.registry().index_of(name.as_ref())?;
+                index.explain(query, i)
+            })
+            .collect())
     }
 
     /// A load (SPEC 3.3): activates the named deferred tools, at most

@@ -9,7 +9,8 @@ use serde_json::Value;
 
 use crate::registry::Registry;
 
-use super::tokenize::tokenize_into;
+use super::intent::{self, Intent};
+use super::tokenize::{stem, tokenize_into};
 use super::{DESCRIPTION, FIELDS, NAME, PARAM_NAME, PARAM_TEXT, is_identifier_like};
 
 /// One term of a tool: its id and its count in each field.
@@ -33,6 +34,12 @@ pub(super) struct Corpus {
     pub identifier_names: HashMap<Box<str>, Vec<u32>>,
     /// The terms that occur in some tool name, sorted, for prefix lookups.
     pub name_vocabulary: Box<[(Box<str>, u32)]>,
+    /// Per tool, the words that name its server: the stemmed parts of an
+    /// `mcp:<server>` source tag (`mcp:notion` -> `notion`), so that a query
+    /// naming a product can prefer that server's tools.
+    pub server_words: Vec<Box<[Box<str>]>>,
+    /// Per tool, whether its name says it reads or changes something.
+    pub intents: Vec<Intent>,
 }
 
 impl Corpus {
@@ -131,7 +138,16 @@ impl Corpus {
                 .push(i as u32);
         }
 
+        let server_words = tools
+            .iter()
+            .map(|t| server_words(t.source.as_deref()))
+            .collect();
+
+        let intents = tools.iter().map(|t| intent::of_name(&t.name)).collect();
+
         Corpus {
+            intents,
+            server_words,
             terms,
             per_tool,
             lengths,
@@ -145,4 +161,24 @@ impl Corpus {
             name_vocabulary: name_vocabulary.into_boxed_slice(),
         }
     }
+}
+
+/// The words of an `mcp:<server>` tag that can name the server in a query:
+/// its stemmed parts of four letters or more (`mcp:google-maps` -> `googl`,
+/// `map` is too short to tell a product).
+fn server_words(source: Option<&str>) -> Box<[Box<str>]> {
+    let Some(server) = source.and_then(|s| s.strip_prefix("mcp:")) else {
+        return Box::default();
+    };
+    let mut words: Vec<Box<str>> = Vec::new();
+    for part in server.split(|c: char| !c.is_alphanumeric()) {
+        let part = part.to_lowercase();
+        if part.chars().count() >= 4 {
+            let s: Box<str> = stem(&part).into();
+            if !words.contains(&s) {
+                words.push(s);
+            }
+        }
+    }
+    words.into_boxed_slice()
 }

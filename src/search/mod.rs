@@ -40,6 +40,18 @@
 //! Within a concept a tool scores its best variant in full and the rest at a
 //! fraction, so a word with many synonyms still counts about once.
 //!
+//! Beyond that hand-written vocabulary, two lexical resources are compiled in
+//! (`lexicon`): WordNet gives each English query word the synonyms of its
+//! frequent senses and its derivations, and CC-CEDICT gives each Chinese word
+//! of the query (segmented longest-first) its English, used even where the
+//! registry has the Chinese word, since a tool may say it, or be named, in
+//! English. Both weigh less than the query's own words.
+//!
+//! The request's structure adds bonuses: a query naming a server (the word of
+//! an `mcp:<server>` source tag) prefers that server's tools, and a request
+//! to read or to change prefers a tool whose name's verb says the same
+//! (`intent`). [`SearchIndex::explain`] takes a score apart.
+//!
 //! The shape of a word adds hints (`notes.txt` or `src/a.rs` -> file, `.png`
 //! -> image, `https://..` or `example.com` -> url), digits weigh little, the word
 //! after `without` is dropped, `not staged` also reads as `unstaged`, question
@@ -47,14 +59,19 @@
 //! listing tool.
 
 mod corpus;
+mod explain;
+mod intent;
+mod lexicon;
 mod tokenize;
 mod vocab;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::registry::Registry;
 
 use corpus::Corpus;
+pub use explain::{Bonus, ConceptMatch, Explanation, TermMatch};
 use tokenize::{Piece, is_cjk_stopchar, is_stopword, scan, stem};
 use vocab::{QUESTION_WORDS, cjk_vocab, synonyms};
 
@@ -81,6 +98,19 @@ const W_CJK_UNIGRAM: f32 = 0.35;
 /// A Chinese word's Chinese equivalents, and its English glossary terms.
 const W_CJK_SYNONYM: f32 = 0.7;
 const W_GLOSSARY: f32 = 0.6;
+/// WordNet: a synonym of a query word, and a derivation or broader word.
+const W_LEXICON_SYNONYM: f32 = 0.45;
+const W_LEXICON_RELATED: f32 = 0.35;
+/// At most this many of each per query word: every term walks its postings,
+/// and the first ones come from the most frequent senses.
+const MAX_LEXICON_SYNONYMS: usize = 4;
+const MAX_LEXICON_RELATED: usize = 3;
+/// CC-CEDICT: the English of a Chinese word in the query, used even where the
+/// registry has the Chinese word too (a tool may say it in English, or name
+/// itself in English), and weighted under a direct match.
+const W_CEDICT: f32 = 0.7;
+/// The share of [`W_CEDICT`] a one-character word gets.
+const CEDICT_CHAR: f32 = 0.35;
 /// A word made only of digits (an issue number, a port, a count).
 const W_NUMBER: f32 = 0.25;
 /// What a query word's shape implies (`notes.txt` -> file, `https://..` -> url).
@@ -102,6 +132,11 @@ const CONCEPT_REST: f32 = 0.3;
 /// name over the number of its name terms (at most 1), applied as
 /// `NAME_COVER_BONUS * coverage²`.
 const NAME_COVER_BONUS: f32 = 2.5;
+/// Bonus for a matched tool whose name's verb is of the kind the query asks
+/// for: reading (`which`, `show`, `看看`) or changing (`add`, `delete`, `改`).
+const INTENT_BONUS: f32 = 0.8;
+/// Bonus for every tool of a server that the query names (`in Notion`).
+const SERVER_BONUS: f32 = 4.0;
 /// Bonus for a query word that is verbatim a multi-part tool name.
 const VERBATIM_NAME_BONUS: f32 = 1000.0;
 
@@ -131,6 +166,47 @@ struct QueryTerm {
     id: u32,
     weight: f32,
     concept: u32,
+    origin: Origin,
+}
+
+/// Where a query term came from, for [`SearchIndex::explain`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// A word of the query itself (stemmed), a CJK bigram or character of it,
+    /// or a camelCase word whole.
+    Word,
+    /// Two adjacent query words joined (`local storage` -> `localstorage`).
+    Joined,
+    /// The built-in vocabulary: synonyms, abbreviations, Chinese equivalents.
+    Vocabulary,
+    /// WordNet: a synonym, derivation or broader word.
+    WordNet,
+    /// CC-CEDICT: the English of a Chinese word of the query.
+    Cedict,
+    /// A name term the query word is the start of (`auth` -> `authenticated`).
+    Prefix,
+    /// What a word's shape implies (`notes.txt` -> file).
+    Shape,
+    /// What a question word asks for (`when` -> time).
+    Question,
+    /// A plural in the query hints at a listing tool.
+    Plural,
+}
+
+impl Origin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Origin::Word => "query",
+            Origin::Joined => "joined",
+            Origin::Vocabulary => "vocabulary",
+            Origin::WordNet => "wordnet",
+            Origin::Cedict => "cedict",
+            Origin::Prefix => "prefix",
+            Origin::Shape => "shape",
+            Origin::Question => "question",
+            Origin::Plural => "plural",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -155,6 +231,9 @@ pub struct SearchIndex {
     postings: Vec<Box<[Posting]>>,
     /// Per term, whether it occurs in an indexed tool's name.
     in_name: Box<[bool]>,
+    /// A word naming a server (see `Corpus::server_words`) -> the indexed
+    /// tools of that server, in registry order.
+    servers: HashMap<Box<str>, Box<[u32]>>,
 }
 
 impl SearchIndex {
@@ -235,7 +314,17 @@ impl SearchIndex {
                 });
             }
         }
+        let mut servers: HashMap<Box<str>, Vec<u32>> = HashMap::new();
+        for i in shown() {
+            for w in corpus.server_words[i].iter() {
+                servers.entry(w.clone()).or_default().push(i as u32);
+            }
+        }
         SearchIndex {
+            servers: servers
+                .into_iter()
+                .map(|(w, t)| (w, t.into_boxed_slice()))
+                .collect(),
             corpus,
             postings: postings.into_iter().map(Vec::into_boxed_slice).collect(),
             in_name: in_name.into_boxed_slice(),
@@ -302,6 +391,7 @@ impl SearchIndex {
         // many synonyms counts about once.
         let mut terms = self.query_terms(trimmed);
         terms.sort_by_key(|t| t.concept);
+        let intent = intent::of_query(trimmed);
         let mut acc = vec![Acc::default(); self.corpus.tools.len()];
         let mut touched: Vec<u32> = Vec::new();
         let mut local: Vec<u32> = Vec::new();
@@ -334,26 +424,22 @@ impl SearchIndex {
             local.clear();
         }
 
-        // Tools named verbatim by one of the query's words.
-        for word in trimmed
-            .split(|c: char| c.is_whitespace() || "`'\",;()[]{}<>“”‘’，。；：（）".contains(c))
-            .filter(|w| !w.is_empty())
-            .take(MAX_QUERY_TERMS)
-        {
-            let word = word.trim_end_matches(['.', ':', '?', '!']);
-            if let Some(list) = self
-                .corpus
-                .identifier_names
-                .get(word.to_lowercase().as_str())
-            {
-                for &i in list {
-                    let i = i as usize;
-                    if acc[i].score == 0.0 {
-                        touched.push(i as u32);
-                    }
-                    acc[i].score += VERBATIM_NAME_BONUS;
-                }
+        // A query that names a server prefers that server's tools, and a
+        // tool the query names verbatim comes first.
+        let bonuses = self
+            .named_servers(trimmed)
+            .into_iter()
+            .flat_map(|(_, tools)| tools.iter().map(|&i| (i, SERVER_BONUS)))
+            .chain(
+                self.verbatim_names(trimmed)
+                    .map(|i| (i, VERBATIM_NAME_BONUS)),
+            );
+        for (i, bonus) in bonuses {
+            let a = &mut acc[i as usize];
+            if a.score == 0.0 {
+                touched.push(i);
             }
+            a.score += bonus;
         }
 
         // Sort key: descending score, then ascending index, packed into a u64
@@ -361,12 +447,9 @@ impl SearchIndex {
         let mut ranked: Vec<u64> = Vec::with_capacity(touched.len());
         for &t in &touched {
             let i = t as usize;
-            let mut s = acc[i].score;
-            let name_terms = self.corpus.tools[i].1;
-            if acc[i].name_hits > 0.0 && name_terms > 0 {
-                let cover = (acc[i].name_hits / name_terms as f32).min(1.0);
-                s += NAME_COVER_BONUS * cover * cover;
-            }
+            let s = acc[i].score
+                + self.cover_bonus(i, acc[i].name_hits)
+                + intent_bonus(intent, self.corpus.intents[i]);
             if s <= 0.0 || !s.is_finite() || exact.contains(&i) || !eligible(i) {
                 continue;
             }
@@ -377,13 +460,57 @@ impl SearchIndex {
         exact
     }
 
+    /// The servers the query names (`in Notion`), each once, with their
+    /// indexed tools.
+    fn named_servers(&self, query: &str) -> Vec<(&str, &[u32])> {
+        let mut named: Vec<(&str, &[u32])> = Vec::new();
+        let mut words = Vec::new();
+        tokenize::tokenize_into(query, &mut words);
+        for word in words.iter().take(MAX_QUERY_TERMS) {
+            if let Some((key, tools)) = self.servers.get_key_value(word.as_str())
+                && !named.iter().any(|(k, _)| *k == &**key)
+            {
+                named.push((key, tools));
+            }
+        }
+        named
+    }
+
+    /// Tools named verbatim by one of the query's words (`call read_file`).
+    fn verbatim_names<'a>(&'a self, query: &'a str) -> impl Iterator<Item = u32> + 'a {
+        query
+            .split(|c: char| c.is_whitespace() || "`'\",;()[]{}<>“”‘’，。；：（）".contains(c))
+            .filter(|w| !w.is_empty())
+            .take(MAX_QUERY_TERMS)
+            .filter_map(|word| {
+                let word = word.trim_end_matches(['.', ':', '?', '!']);
+                self.corpus
+                    .identifier_names
+                    .get(word.to_lowercase().as_str())
+            })
+            .flatten()
+            .copied()
+    }
+
+    /// The bonus for the query covering the tool's name: `name_hits`, the
+    /// query weight of the concepts that hit the name, over its name terms.
+    fn cover_bonus(&self, tool: usize, name_hits: f32) -> f32 {
+        let name_terms = self.corpus.tools[tool].1;
+        if name_hits > 0.0 && name_terms > 0 {
+            let cover = (name_hits / name_terms as f32).min(1.0);
+            NAME_COVER_BONUS * cover * cover
+        } else {
+            0.0
+        }
+    }
+
     /// The query's known terms with their weights, deduplicated (first occurrence
     /// keeps its place, the highest weight wins), at most [`MAX_QUERY_TERMS`].
     fn query_terms(&self, query: &str) -> Vec<QueryTerm> {
         let mut out: Vec<QueryTerm> = Vec::new();
         // A term already present keeps the higher weight, and with it that
         // occurrence's concept.
-        let mut push = |term: &str, weight: f32, concept: u32| {
+        let mut push = |term: &str, weight: f32, concept: u32, origin: Origin| {
             let Some(id) = self.term(term) else {
                 return;
             };
@@ -391,12 +518,14 @@ impl SearchIndex {
                 if weight > e.weight {
                     e.weight = weight;
                     e.concept = concept;
+                    e.origin = origin;
                 }
             } else if out.len() < MAX_QUERY_TERMS {
                 out.push(QueryTerm {
                     id,
                     weight,
                     concept,
+                    origin,
                 });
             }
         };
@@ -404,7 +533,7 @@ impl SearchIndex {
         for word in query.split_whitespace().take(MAX_QUERY_TERMS) {
             concept += 1;
             for hint in shape_hints(word) {
-                push(&stem(hint), W_SHAPE, concept);
+                push(&stem(hint), W_SHAPE, concept, Origin::Shape);
             }
         }
         let syn = synonyms();
@@ -429,20 +558,25 @@ impl SearchIndex {
                     let un = stem(&format!("un{raw}"));
                     if self.term(&un).is_some() {
                         concept += 1;
-                        push(&un, W_WORD, concept);
+                        push(&un, W_WORD, concept, Origin::Word);
                         previous = None;
                         return;
                     }
                 }
                 if let Ok(i) = QUESTION_WORDS.binary_search_by(|(k, _)| (*k).cmp(&raw)) {
                     concept += 1;
-                    push(&stem(QUESTION_WORDS[i].1), W_QUESTION, concept);
+                    push(
+                        &stem(QUESTION_WORDS[i].1),
+                        W_QUESTION,
+                        concept,
+                        Origin::Question,
+                    );
                 }
                 if parts.len() > 1 {
                     let whole = stem(&raw);
                     if !is_stopword(&whole) {
                         concept += 1;
-                        push(&whole, W_CAMEL_WHOLE, concept);
+                        push(&whole, W_CAMEL_WHOLE, concept, Origin::Word);
                     }
                 }
                 for part in &parts {
@@ -452,31 +586,39 @@ impl SearchIndex {
                     }
                     concept += 1;
                     if s.bytes().all(|b| b.is_ascii_digit()) {
-                        push(&s, W_NUMBER, concept);
+                        push(&s, W_NUMBER, concept, Origin::Word);
                         continue;
                     }
-                    push(&s, W_WORD, concept);
+                    push(&s, W_WORD, concept, Origin::Word);
                     for t in self.name_prefixed(&s) {
-                        push(t, W_PREFIX, concept);
+                        push(t, W_PREFIX, concept, Origin::Prefix);
                     }
                     if is_plural(part, &s) {
                         // Asking about things in the plural hints at a listing.
-                        push("list", W_PLURAL, PLURAL_CONCEPT);
+                        push("list", W_PLURAL, PLURAL_CONCEPT, Origin::Plural);
                     }
                     if let Some(list) = syn.get(s.as_str()) {
                         for (other, w) in list {
-                            push(other, *w, concept);
+                            push(other, *w, concept, Origin::Vocabulary);
+                        }
+                    }
+                    if let Some(r) = lexicon::english(&s) {
+                        for t in r.synonyms.iter().take(MAX_LEXICON_SYNONYMS) {
+                            push(t, W_LEXICON_SYNONYM, concept, Origin::WordNet);
+                        }
+                        for t in r.related.iter().take(MAX_LEXICON_RELATED) {
+                            push(t, W_LEXICON_RELATED, concept, Origin::WordNet);
                         }
                     }
                 }
                 if let Some(prev) = previous.take() {
                     let joined = stem(&format!("{prev}{raw}"));
                     concept += 1;
-                    push(&joined, W_JOINED, concept);
+                    push(&joined, W_JOINED, concept, Origin::Joined);
                     // Phrasal words: `make sure`, `kick off`, `api key`.
                     if let Some(list) = syn.get(joined.as_str()) {
                         for (other, w) in list {
-                            push(other, *w, concept);
+                            push(other, *w, concept, Origin::Vocabulary);
                         }
                     }
                 }
@@ -489,7 +631,14 @@ impl SearchIndex {
                     s.clear();
                     s.extend(w);
                     concept += 1;
-                    push(&s, W_CJK_BIGRAM, concept);
+                    // A pair across a function character (`的会`) is
+                    // rarely a word.
+                    let w = if w.iter().any(|&c| is_cjk_stopchar(c)) {
+                        W_CJK_UNIGRAM
+                    } else {
+                        W_CJK_BIGRAM
+                    };
+                    push(&s, w, concept, Origin::Word);
                 }
                 for &c in &run {
                     if !is_cjk_stopchar(c) {
@@ -501,8 +650,39 @@ impl SearchIndex {
                             W_CJK_UNIGRAM
                         };
                         concept += 1;
-                        push(&s, w, concept);
+                        push(&s, w, concept, Origin::Word);
                     }
+                }
+                // The run's dictionary words, longest first from the left,
+                // bring their English.
+                let mut i = 0;
+                while i < run.len() {
+                    let mut step = 1;
+                    for len in (1..=lexicon::CEDICT_MAX_CHARS.min(run.len() - i)).rev() {
+                        s.clear();
+                        s.extend(&run[i..i + len]);
+                        if let Some(english) = lexicon::chinese(&s) {
+                            concept += 1;
+                            // A character alone has many senses: its English
+                            // says less, and a function character's nothing.
+                            let weight = match len {
+                                1 if is_cjk_stopchar(run[i]) => 0.0,
+                                1 => W_CEDICT * CEDICT_CHAR,
+                                _ => W_CEDICT,
+                            };
+                            for t in english.iter().filter(|_| weight > 0.0) {
+                                push(t, weight, concept, Origin::Cedict);
+                                // And what the English word stands for, one
+                                // step further (`改` -> change -> update).
+                                for (other, w) in syn.get(t.as_str()).into_iter().flatten() {
+                                    push(other, weight * w, concept, Origin::Cedict);
+                                }
+                            }
+                            step = len;
+                            break;
+                        }
+                    }
+                    i += step;
                 }
                 // Known words inside the run bring their equivalents.
                 for i in 0..run.len() {
@@ -512,13 +692,13 @@ impl SearchIndex {
                         if let Some(entry) = cjk.words.get(s.as_str()) {
                             concept += 1;
                             for (t, w) in &entry.same {
-                                push(t, *w, concept);
+                                push(t, *w, concept, Origin::Vocabulary);
                             }
                             // Translated only where the registry does not
                             // have the Chinese word itself.
                             if !self.has_cjk_word(&run[i..i + len]) {
                                 for (t, w) in &entry.english {
-                                    push(t, *w, concept);
+                                    push(t, *w, concept, Origin::Vocabulary);
                                 }
                             }
                         }
@@ -615,6 +795,16 @@ fn shape_hints(word: &str) -> Vec<&'static str> {
             }
         }
         _ => Vec::new(),
+    }
+}
+
+/// [`INTENT_BONUS`] where the query's intent is known and the tool's name
+/// says the same.
+fn intent_bonus(query: intent::Intent, tool: intent::Intent) -> f32 {
+    if query != intent::Intent::Unknown && query == tool {
+        INTENT_BONUS
+    } else {
+        0.0
     }
 }
 
@@ -975,6 +1165,59 @@ mod tests {
         assert_eq!(names(&reg, &idx, "附近的酒店")[0], "around_search");
         assert_eq!(names(&reg, &idx, "读取文件内容")[0], "read_file");
         assert_eq!(names(&reg, &idx, "点击按钮")[0], "click");
+    }
+
+    #[test]
+    fn a_query_naming_a_server_prefers_its_tools() {
+        let mut a = tool("list_users", "List all users", json!({}));
+        a.source = Some("mcp:metabase".into());
+        let mut b = tool("get_users", "List all users", json!({}));
+        b.source = Some("mcp:notion".into());
+        let reg = Registry::new(vec![a, b]).unwrap();
+        let idx = SearchIndex::new(&reg);
+        assert_eq!(names(&reg, &idx, "all users in Notion")[0], "get_users");
+        assert_eq!(names(&reg, &idx, "all users in metabase")[0], "list_users");
+        // A hidden server's tools name nothing.
+        assert_eq!(
+            idx.without(&[1]).rank("notion", |_| true),
+            Vec::<usize>::new()
+        );
+    }
+
+    #[test]
+    fn chinese_words_reach_english_names_through_the_dictionary() {
+        let reg = registry(&[
+            ("calendar_event_patch", "日历-更新日程"),
+            ("calendar_event_delete", "日历-删除日程"),
+            ("dashboard_create", "Create a dashboard"),
+            ("comment_create", "任务-新建评论"),
+        ]);
+        let idx = SearchIndex::new(&reg);
+        // 改 -> change -> update, patch: a colloquial verb finds the formal one.
+        assert_eq!(names(&reg, &idx, "把日程改一下")[0], "calendar_event_patch");
+        // 仪表盘 -> dashboard, though the registry has 新建 in Chinese only.
+        assert_eq!(names(&reg, &idx, "新建一个仪表盘")[0], "dashboard_create");
+    }
+
+    #[test]
+    fn a_request_to_see_prefers_the_reading_sibling() {
+        let reg = registry(&[
+            ("create_comment", "Comment on a page"),
+            ("retrieve_comment", "Comment on a page"),
+        ]);
+        let idx = SearchIndex::new(&reg);
+        assert_eq!(
+            names(&reg, &idx, "what do the comments on the page say")[0],
+            "retrieve_comment"
+        );
+        assert_eq!(
+            names(&reg, &idx, "看看页面的 comment")[0],
+            "retrieve_comment"
+        );
+        assert_eq!(
+            names(&reg, &idx, "comment on the page")[0],
+            "create_comment"
+        );
     }
 
     #[test]

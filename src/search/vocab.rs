@@ -23,7 +23,7 @@ const GROUPS: &[&[&str]] = &[
     ],
     &["screenshot", "picture", "image", "photo", "snap"],
     &[
-        "update", "modify", "edit", "change", "alter", "adjust", "tweak",
+        "update", "modify", "edit", "change", "alter", "adjust", "tweak", "patch",
     ],
     &["list", "enumerate"],
     &["open", "navigate", "visit", "goto", "browse", "load"],

@@ -90,6 +90,61 @@ fn search_json_has_the_contract_fields() {
 }
 
 #[test]
+fn search_explain_keeps_the_contract_and_says_why() {
+    let args = with(
+        &["search", "find files by glob pattern"],
+        &["--mode", "agent", "--explain", "--format", "json"],
+    );
+    let d = json(&args);
+    assert_eq!(d["activated"][0], "Glob");
+    assert!(d["matches"].is_array() && d["remaining_deferred"].is_u64());
+    let explain = d["explain"].as_array().expect("an explain array");
+    let results =
+        d["activated"].as_array().map_or(0, Vec::len) + d["matches"].as_array().map_or(0, Vec::len);
+    assert_eq!(explain.len(), results, "one explanation per result");
+    let glob = &explain[0];
+    assert_eq!(glob["tool"], "Glob");
+    assert!(glob["score"].as_f64().is_some_and(|s| s > 0.0));
+    let terms: Vec<&Value> = glob["concepts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|c| c["terms"].as_array().into_iter().flatten())
+        .collect();
+    assert!(
+        terms.iter().any(|t| t["term"] == "glob"
+            && t["origin"] == "query"
+            && t["fields"]
+                .as_array()
+                .is_some_and(|f| f.contains(&"name".into()))),
+        "{glob}"
+    );
+    assert!(
+        glob["bonuses"].as_array().is_some_and(|b| b
+            .iter()
+            .all(|b| b["what"].is_string() && b["points"].is_number())),
+        "{glob}"
+    );
+    // Without --explain the JSON has no such field.
+    let plain = json(&with(
+        &["search", "find files by glob pattern"],
+        &["--mode", "agent", "--format", "json"],
+    ));
+    assert!(plain.get("explain").is_none());
+    // The human form says the same in words.
+    let (code, out) = run(&with(
+        &["search", "find files by glob pattern"],
+        &["--mode", "agent", "--explain"],
+    ));
+    assert_eq!(code, Some(0));
+    assert!(out.contains("why (score = concepts + bonuses):"), "{out}");
+    assert!(
+        out.contains("concept `glob`") && out.contains("(query, weight 1.00) in name"),
+        "{out}"
+    );
+}
+
+#[test]
 fn measure_reports_every_mode() {
     let d = json(&with(&["measure"], &["--format", "json"]));
     let modes: Vec<&str> = d["modes"]

