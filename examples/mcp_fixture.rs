@@ -9,6 +9,8 @@
 //!   `notifications/tools/list_changed`; any other echoes its arguments.
 //! - `FIXTURE_EXIT_AT_START=1`: exit with status 1 before speaking.
 //! - `FIXTURE_VERSIONS`: comma-separated protocol versions it supports.
+//! - `FIXTURE_LEGACY=1`: no `server/discover` (method not found), as servers
+//!   of the 2025 era answer: clients must fall back to `initialize`.
 //!
 //! It writes one line to standard error when it starts, so tests can check
 //! the gateway copies children's standard error.
@@ -18,8 +20,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverRequestMethod,
+    DiscoverResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
+    ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -30,6 +33,7 @@ struct Fixture {
     tools: Arc<Mutex<Vec<String>>>,
     versions: Vec<ProtocolVersion>,
     slow: Duration,
+    legacy: bool,
 }
 
 fn tool(name: &str) -> Tool {
@@ -61,6 +65,19 @@ impl ServerHandler for Fixture {
         } else {
             Cow::Owned(self.versions.clone())
         }
+    }
+
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        if self.legacy {
+            return Err(ErrorData::method_not_found::<DiscoverRequestMethod>());
+        }
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        ))
     }
 
     async fn list_tools(
@@ -151,6 +168,7 @@ async fn main() {
         tools: Arc::new(Mutex::new(tools)),
         versions,
         slow: Duration::from_millis(slow),
+        legacy: std::env::var("FIXTURE_LEGACY").as_deref() == Ok("1"),
     };
     match fixture.serve(rmcp::transport::stdio()).await {
         Ok(running) => {

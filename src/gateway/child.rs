@@ -58,6 +58,12 @@ impl ClientHandler for Handler {
     }
 }
 
+/// Whether a running child has gone: its service loop ended (the process
+/// exited or closed its output) or was cancelled.
+fn gone(service: &RunningService<RoleClient, Handler>) -> bool {
+    service.is_closed() || service.peer().is_transport_closed()
+}
+
 enum State {
     Up(RunningService<RoleClient, Handler>),
     Down {
@@ -162,10 +168,13 @@ impl Child {
             index: self.index,
             events: self.events.clone(),
         };
-        // Children of either protocol era: a 2026-07-28 server is reached
-        // through `server/discover`, an older one through `initialize`.
+        // Children of either protocol era: a server that answers
+        // `server/discover` is spoken to in its newest version, an older one
+        // through `initialize`.
+        let mut preferred = ProtocolVersion::KNOWN_VERSIONS.to_vec();
+        preferred.reverse();
         let lifecycle = ClientLifecycleMode::Auto {
-            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            preferred_versions: preferred,
             legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
         };
         let started = async {
@@ -211,7 +220,7 @@ impl Child {
     /// the gateway re-lists it when it comes up.
     pub async fn revive_if_due(&self) {
         let due = match &*self.state.lock().await {
-            State::Up(s) => s.is_closed(),
+            State::Up(s) => gone(s),
             State::Down {
                 failures, retry_at, ..
             } => *failures > 0 && Instant::now() >= *retry_at,
@@ -226,7 +235,7 @@ impl Child {
     async fn peer(&self) -> Result<Peer<RoleClient>, String> {
         let mut state = self.state.lock().await;
         if let State::Up(service) = &*state {
-            if !service.is_closed() {
+            if !gone(service) {
                 return Ok(service.peer().clone());
             }
             *state = State::Down {
@@ -288,7 +297,7 @@ impl Child {
 
     async fn mark_down(&self, error: String) {
         let mut state = self.state.lock().await;
-        if matches!(&*state, State::Up(s) if s.is_closed()) {
+        if matches!(&*state, State::Up(s) if gone(s)) {
             *state = State::Down {
                 error,
                 failures: 1,
