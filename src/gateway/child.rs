@@ -20,7 +20,7 @@ use rmcp::service::{
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient};
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::sync::{Mutex, mpsc};
 use tokio::time::Instant;
 
@@ -355,6 +355,10 @@ pub fn error_result(text: String) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(text)])
 }
 
+/// The longest piece of a child's standard error copied as one line: a
+/// child that never ends its line cannot make the gateway hold more.
+const STDERR_LINE_BYTES: u64 = 64 * 1024;
+
 /// Copies a child's standard error to ours, one whole line at a time, each
 /// prefixed with the server's name; bytes that are not UTF-8 are replaced.
 async fn copy_stderr(name: String, stderr: tokio::process::ChildStderr) {
@@ -362,7 +366,8 @@ async fn copy_stderr(name: String, stderr: tokio::process::ChildStderr) {
     let mut line = Vec::new();
     loop {
         line.clear();
-        match reader.read_until(b'\n', &mut line).await {
+        let mut piece = (&mut reader).take(STDERR_LINE_BYTES);
+        match piece.read_until(b'\n', &mut line).await {
             Ok(0) | Err(_) => break,
             Ok(_) => {
                 let text = String::from_utf8_lossy(&line);
