@@ -6,7 +6,8 @@
 //!   never answers, `slow` answers after `FIXTURE_SLOW_MS` (default 200),
 //!   `fail` answers with an error result, `structured` answers with
 //!   `structuredContent`, `change` adds a tool `added` and sends
-//!   `notifications/tools/list_changed`; any other echoes its arguments.
+//!   `notifications/tools/list_changed`, `pid` answers its process id; any
+//!   other echoes its arguments.
 //! - `FIXTURE_EXIT_AT_START=1`: exit with status 1 before speaking.
 //! - `FIXTURE_HANG_AT_START=1`: never speak.
 //! - `FIXTURE_VERSIONS`: comma-separated protocol versions it supports.
@@ -130,6 +131,7 @@ impl ServerHandler for Fixture {
                 let _ = context.peer.notify_tool_list_changed().await;
                 CallToolResult::success(text("change: added a tool".into()))
             }
+            "pid" => CallToolResult::success(text(std::process::id().to_string())),
             _ => CallToolResult::success(text(format!("{name}: {args}"))),
         };
         Ok(CallToolResponse::Complete(result))

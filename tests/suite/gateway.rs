@@ -220,6 +220,9 @@ fn a_child_that_crashes_is_named_and_restarted_on_demand() {
     }
     assert_eq!(text(&last), "echo: {}", "{}", g.stderr());
     assert!(g.wait_stderr("[fx] fixture up", 2));
+    let err = g.stderr();
+    assert!(err.contains("warning: server `fx` exited"), "{err}");
+    assert!(err.contains("note: server `fx` restarted"), "{err}");
 }
 
 #[test]
@@ -478,4 +481,38 @@ fn sighup_rereads_the_policy() {
     assert!(status.success());
     assert!(g.wait_stderr("note: reloaded", 1), "{}", g.stderr());
     assert!(g.wait_list_changed(DEADLINE));
+}
+
+#[cfg(unix)]
+#[test]
+fn a_child_killed_from_outside_is_restarted_on_the_next_call() {
+    let dir = temp_dir("killed");
+    let (p, s) = files(&dir, "NoDefer(*)\n", &[("fx", fixture("echo,pid", &[]))]);
+    let mut g = Gateway::connect(
+        &[
+            "--policy",
+            p.to_str().unwrap(),
+            "--servers",
+            s.to_str().unwrap(),
+        ],
+        "2025-11-25",
+    );
+    let pid = text(&g.call("fx__pid", json!({})));
+    let status = std::process::Command::new("kill")
+        .args(["-KILL", &pid])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let until = Instant::now() + DEADLINE;
+    let mut last = json!(null);
+    while Instant::now() < until {
+        last = g.call("fx__pid", json!({}));
+        if !is_error(&last) {
+            break;
+        }
+        assert!(text(&last).contains("server `fx`"), "{last}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!is_error(&last), "{last}\n{}", g.stderr());
+    assert_ne!(text(&last), pid);
 }
