@@ -17,9 +17,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     JsonObject, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ResultType,
-    ServerCapabilities, ServerConfig, Tool as McpTool,
+    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool as McpTool,
 };
-use rmcp::service::{Peer, RequestContext};
+use rmcp::service::{Peer, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
 
@@ -322,6 +322,34 @@ impl ServerHandler for Connection {
             .tools(exposure)
             .map_err(|e| McpError::internal_error(e, None))?;
         Ok(ListToolsResult::with_all_items(tools.as_ref().clone()))
+    }
+
+    /// A client of 2026-07-28 or later hears of changes on a
+    /// `subscriptions/listen` stream; only the tool list changes here.
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        (requested.tools_list_changed == Some(true))
+            .then(|| SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    /// The stream: one `notifications/tools/list_changed` at every policy or
+    /// registry reload (never as a side effect of a request), until the
+    /// client cancels it.
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let mut generation = self.gateway.generation();
+        generation.borrow_and_update();
+        loop {
+            tokio::select! {
+                _ = context.cancelled() => return Ok(()),
+                changed = generation.changed() => {
+                    if changed.is_err() || context.sink().notify_tool_list_changed().await.is_err() {
+                        return Ok(());
+                    }
+                }
+            }
+        }
     }
 
     async fn call_tool(
