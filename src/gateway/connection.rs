@@ -387,6 +387,15 @@ pub async fn tell_reloads(gateway: Arc<Gateway>, peer: Peer<RoleServer>) {
 mod tests {
     use super::*;
 
+    /// A connection's own state beside its session and its cached list
+    /// (README, "Choices": the per-connection memory).
+    #[test]
+    fn a_connection_is_small() {
+        let inline = std::mem::size_of::<Connection>();
+        eprintln!("a connection: {inline} bytes inline");
+        assert!(inline <= 256, "{inline} bytes");
+    }
+
     #[test]
     fn structured_content_is_bridged_for_older_clients() {
         let mut r = CallToolResult::success(vec![]);
