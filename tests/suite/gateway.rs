@@ -26,7 +26,7 @@ fn gateway(tag: &str, policy: &str, extra: &[&str], version: &str) -> Gateway {
         s.to_str().unwrap(),
     ];
     args.extend_from_slice(extra);
-    Gateway::connect(&args, version)
+    Gateway::connect(&args, version).holding(dir)
 }
 
 #[test]
