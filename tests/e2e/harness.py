@@ -34,7 +34,6 @@ MODERN = "2026-07-28"
 ERA_VERSIONS = {LEGACY: "2025-11-25", MODERN: "2026-07-28"}
 
 # Every wait in the tests is bounded by one of these (seconds).
-CONNECT_TIMEOUT = 60.0
 CALL_TIMEOUT = 30.0
 POLL_TIMEOUT = 20.0
 
@@ -129,7 +128,6 @@ async def gateway(work: pathlib.Path, era: str, servers: dict[str, Any], policy:
     on the gateway's standard output that is not a protocol message lands
     in `stray`: the gateway may print nothing else there.
     """
-    import anyio
     from mcp import Client, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
@@ -156,14 +154,17 @@ async def gateway(work: pathlib.Path, era: str, servers: dict[str, Any], policy:
             message_handler=on_message,
             read_timeout_seconds=CALL_TIMEOUT,
         )
-        with anyio.fail_after(CONNECT_TIMEOUT):
-            await client.__aenter__()
-        live.client = client
+        # The handshake is bounded by the client's read timeout; the context
+        # must be entered and left in one task, so no cancel scope wraps it.
         try:
-            yield live
-        finally:
-            with anyio.move_on_after(10):
-                await client.__aexit__(None, None, None)
+            async with client:
+                live.client = client
+                yield live
+        except BaseException:
+            # What the gateway and its children said is the first thing a
+            # failure needs.
+            sys.stderr.write(f"\n--- gateway stderr ---\n{live.stderr_text()[-4000:]}\n---\n")
+            raise
 
 
 def run_policy(*args: str, cwd: pathlib.Path, timeout: float = 60) -> subprocess.CompletedProcess:
