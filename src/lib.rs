@@ -10,6 +10,8 @@ pub mod decision;
 pub mod diag;
 pub mod explain;
 pub mod format;
+#[cfg(feature = "gateway")]
+pub mod gateway;
 pub mod input;
 pub mod lint;
 pub mod pattern;

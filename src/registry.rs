@@ -129,6 +129,14 @@ fn err(path: impl Into<String>, message: impl Into<String>) -> LoadError {
     }
 }
 
+/// Why a tool name would be refused by [`Registry::new`] (control, bidi or
+/// zero-width characters, surrounding white space), if it would: a front end
+/// that builds a registry from sources it does not control skips such a
+/// tool with a warning instead of losing the whole registry.
+pub fn name_problem(name: &str) -> Option<String> {
+    names::unreadable(name)
+}
+
 /// An ordered set of named items with a by-name index.
 #[derive(Debug, Clone)]
 struct Indexed<T> {

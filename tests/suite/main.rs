@@ -10,6 +10,10 @@ mod diagnostics_doc;
 mod differential;
 mod fail_closed;
 mod fixtures;
+#[cfg(feature = "gateway")]
+mod gateway;
+#[cfg(feature = "gateway")]
+mod gateway_support;
 mod golden;
 mod linear;
 mod output;

@@ -28,6 +28,7 @@ mod diff;
 mod explain;
 mod files;
 mod fmt;
+mod gateway;
 mod matrix;
 mod measure;
 mod plan;
@@ -71,6 +72,8 @@ enum Command {
     Replay(replay::Args),
     /// Per mode: tools and tokens when everything is declared, against the policy's plan
     Measure(measure::Args),
+    /// An MCP server on standard input/output that puts the servers of a servers file behind a policy
+    Gateway(gateway::Args),
 }
 
 fn main() -> ExitCode {
@@ -84,6 +87,7 @@ fn main() -> ExitCode {
         Command::Search(a) => search::run(a),
         Command::Replay(a) => replay::run(a),
         Command::Measure(a) => measure::run(a),
+        Command::Gateway(a) => gateway::run(a),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,179 @@
+//! A small MCP server for the gateway's tests (`tests/suite/gateway*.rs`),
+//! built on rmcp's server side. Tests control it through its environment:
+//!
+//! - `FIXTURE_TOOLS`: comma-separated tool names (default `echo`). What a
+//!   tool does follows from its name: `crash` exits the process, `hang`
+//!   never answers, `slow` answers after `FIXTURE_SLOW_MS` (default 200),
+//!   `fail` answers with an error result, `structured` answers with
+//!   `structuredContent`, `change` adds a tool `added` and sends
+//!   `notifications/tools/list_changed`; any other echoes its arguments.
+//! - `FIXTURE_EXIT_AT_START=1`: exit with status 1 before speaking.
+//! - `FIXTURE_VERSIONS`: comma-separated protocol versions it supports.
+//! - `FIXTURE_LEGACY=1`: no `server/discover` (method not found), as servers
+//!   of the 2025 era answer: clients must fall back to `initialize`.
+//!
+//! It writes one line to standard error when it starts, so tests can check
+//! the gateway copies children's standard error.
+
+use std::borrow::Cow;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverRequestMethod,
+    DiscoverResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
+    ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::json;
+
+#[derive(Clone)]
+struct Fixture {
+    tools: Arc<Mutex<Vec<String>>>,
+    versions: Vec<ProtocolVersion>,
+    slow: Duration,
+    legacy: bool,
+}
+
+fn tool(name: &str) -> Tool {
+    let schema = json!({"type": "object", "properties": {"text": {"type": "string"}}});
+    let schema = match schema {
+        serde_json::Value::Object(o) => o,
+        _ => Default::default(),
+    };
+    Tool::new(
+        name.to_string(),
+        format!("Tool {name} of the fixture. It does what its name says."),
+        Arc::new(schema),
+    )
+}
+
+impl ServerHandler for Fixture {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        if self.versions.is_empty() {
+            Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
+        } else {
+            Cow::Owned(self.versions.clone())
+        }
+    }
+
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        if self.legacy {
+            return Err(ErrorData::method_not_found::<DiscoverRequestMethod>());
+        }
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        ))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let names = self.tools.lock().map(|t| t.clone()).unwrap_or_default();
+        Ok(ListToolsResult::with_all_items(
+            names.iter().map(|n| tool(n)).collect(),
+        ))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = request.name.to_string();
+        let known = self
+            .tools
+            .lock()
+            .map(|t| t.contains(&name))
+            .unwrap_or(false);
+        if !known {
+            return Err(ErrorData::invalid_params(format!("no tool {name}"), None));
+        }
+        let args = serde_json::Value::Object(request.arguments.unwrap_or_default());
+        let text = |s: String| vec![ContentBlock::text(s)];
+        let result = match name.as_str() {
+            "crash" => std::process::exit(3),
+            "hang" => std::future::pending().await,
+            "slow" => {
+                tokio::time::sleep(self.slow).await;
+                CallToolResult::success(text(format!("slow: {args}")))
+            }
+            "fail" => CallToolResult::error(text("fail: as asked".into())),
+            "structured" => {
+                let mut r = CallToolResult::success(text(r#"{"n":1}"#.into()));
+                r.structured_content = Some(json!({"n": 1}));
+                r
+            }
+            "change" => {
+                if let Ok(mut t) = self.tools.lock()
+                    && !t.iter().any(|n| n == "added")
+                {
+                    t.push("added".into());
+                }
+                let _ = context.peer.notify_tool_list_changed().await;
+                CallToolResult::success(text("change: added a tool".into()))
+            }
+            _ => CallToolResult::success(text(format!("{name}: {args}"))),
+        };
+        Ok(CallToolResponse::Complete(result))
+    }
+}
+
+fn env_list(key: &str) -> Vec<String> {
+    std::env::var(key)
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    if std::env::var("FIXTURE_EXIT_AT_START").as_deref() == Ok("1") {
+        eprintln!("fixture: exiting at start, as asked");
+        std::process::exit(1);
+    }
+    let mut tools = env_list("FIXTURE_TOOLS");
+    if tools.is_empty() {
+        tools.push("echo".into());
+    }
+    let versions = env_list("FIXTURE_VERSIONS")
+        .into_iter()
+        .filter_map(|v| serde_json::from_value(json!(v)).ok())
+        .collect();
+    let slow = std::env::var("FIXTURE_SLOW_MS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(200);
+    eprintln!("fixture up with {}", tools.join(","));
+    let fixture = Fixture {
+        tools: Arc::new(Mutex::new(tools)),
+        versions,
+        slow: Duration::from_millis(slow),
+        legacy: std::env::var("FIXTURE_LEGACY").as_deref() == Ok("1"),
+    };
+    match fixture.serve(rmcp::transport::stdio()).await {
+        Ok(running) => {
+            let _ = running.waiting().await;
+        }
+        Err(e) => eprintln!("fixture: {e}"),
+    }
+}

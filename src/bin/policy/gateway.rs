@@ -1,0 +1,180 @@
+//! `policy gateway --policy F --servers F [--mode M] [--bot B] [--flag X]...
+//! [--exposure call|list-changed] [--call-tool NAME] [--call-timeout SECS]
+//! [--start-timeout SECS] [--dry-run [--format human|json]]`
+//!
+//! Everything is checked before anything is served: a policy error exits 1,
+//! a bad servers file or context exits 2. While serving, standard output
+//! carries protocol messages only; everything else goes to standard error.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::ValueEnum;
+use rmcp::ServiceExt as _;
+use toolpolicy::gateway::{self, Exposure, Gateway, Options, connection::Connection, dry_run};
+use toolpolicy::runtime::DEFAULT_CALL_TOOL;
+
+use crate::common::{self, CliError, Format};
+use crate::runtime_args::require_mode;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+enum ExposureArg {
+    /// Fixed tool list; activated tools are called through the call-through tool
+    #[default]
+    Call,
+    /// Activated tools are appended and `notifications/tools/list_changed` sent
+    ListChanged,
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The policy file (re-read when it changes, or on SIGHUP)
+    #[arg(long)]
+    policy: PathBuf,
+    /// The servers file: `{"mcpServers": {NAME: {command, args, env, cwd}}}` or VS Code's `{"servers": ...}`
+    #[arg(long)]
+    servers: PathBuf,
+    /// The mode (required when the policy declares modes)
+    #[arg(long)]
+    mode: Option<String>,
+    /// The Bot the client runs as
+    #[arg(long)]
+    bot: Option<String>,
+    /// A runtime flag that is set (repeatable)
+    #[arg(long = "flag")]
+    flags: Vec<String>,
+    /// How activated tools reach the client
+    #[arg(long, value_enum, default_value_t)]
+    exposure: ExposureArg,
+    /// The call-through tool's name
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_CALL_TOOL)]
+    call_tool: String,
+    /// Seconds one forwarded call may take before it fails
+    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
+    call_timeout: f64,
+    /// Seconds a server may take to start and list its tools
+    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
+    start_timeout: f64,
+    /// Start the servers, print their tool counts and the first turn's list with its tokens, and exit
+    #[arg(long)]
+    dry_run: bool,
+    /// Output of `--dry-run`
+    #[arg(long, value_enum, default_value_t)]
+    format: Format,
+}
+
+fn seconds(flag: &str, secs: f64) -> Result<Duration, CliError> {
+    Duration::try_from_secs_f64(secs)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| {
+            CliError::Usage(format!(
+                "`--{flag}` must be a positive number of seconds, not `{secs}`"
+            ))
+        })
+}
+
+pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    // Policy errors go to standard error while serving: standard output is the protocol's.
+    let format = if args.dry_run {
+        args.format
+    } else {
+        Format::Human
+    };
+    let policy = common::load_policy(&args.policy, format)?;
+    let text = common::read(&args.servers)?;
+    let text = String::from_utf8(text)
+        .map_err(|_| CliError::Usage(format!("`{}` is not UTF-8", args.servers.display())))?;
+    let dir = args.servers.parent().map(PathBuf::from).unwrap_or_default();
+    let servers = gateway::servers::parse(&text, &dir).map_err(|problems| {
+        let all: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        CliError::Usage(format!(
+            "`{}` is not a valid servers file:\n{}",
+            args.servers.display(),
+            all.join("\n")
+        ))
+    })?;
+    for w in &servers.warnings {
+        eprintln!("warning: `{}`: {w}", args.servers.display());
+    }
+    let options = Options {
+        policy_path: args.policy.clone(),
+        context: toolpolicy::Context {
+            mode: args.mode.clone(),
+            bot: args.bot.clone(),
+            flags: args.flags.iter().cloned().collect(),
+            grants: None,
+        },
+        exposure: match args.exposure {
+            ExposureArg::Call => Exposure::Call,
+            ExposureArg::ListChanged => Exposure::ListChanged,
+        },
+        call_tool: args.call_tool.clone(),
+        call_timeout: seconds("call-timeout", args.call_timeout)?,
+        start_timeout: seconds("start-timeout", args.start_timeout)?,
+    };
+    // Checked before any child starts: a context the policy refuses is a usage error.
+    let check = toolpolicy::Engine::new(policy.clone(), Default::default(), Default::default());
+    require_mode(&check, &options.context)?;
+    check
+        .session(options.context.clone())
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    drop(check);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Usage(format!("cannot start the async runtime: {e}")))?;
+    runtime.block_on(serve(
+        options,
+        policy,
+        servers.servers,
+        args.dry_run,
+        args.format,
+    ))
+}
+
+async fn serve(
+    options: Options,
+    policy: toolpolicy::Policy,
+    servers: Vec<gateway::servers::ServerSpec>,
+    dry_run: bool,
+    format: Format,
+) -> Result<ExitCode, CliError> {
+    let (gw, started, events) = Gateway::start(options, policy, servers).await;
+    for (child, result) in gw.children.iter().zip(&started) {
+        match result {
+            Ok(n) => eprintln!("note: server `{}` started with {n} tools", child.name()),
+            Err(e) => eprintln!("error: {e}"),
+        }
+    }
+    if dry_run {
+        let report = dry_run::report(&gw, &started).map_err(CliError::Usage)?;
+        gw.stop().await;
+        match format {
+            Format::Json => common::print_json(&report)?,
+            _ => print!("{}", dry_run::human(&report)),
+        }
+        return Ok(if report.failed {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        });
+    }
+    tokio::spawn(Arc::clone(&gw).follow(events));
+    tokio::spawn(gateway::reload::watch(Arc::clone(&gw)));
+    let connection =
+        Connection::new(Arc::clone(&gw), gw.options.context.clone()).map_err(CliError::Usage)?;
+    let running = connection
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| CliError::Usage(format!("the client did not connect: {e}")))?;
+    tokio::spawn(gateway::connection::tell_reloads(
+        Arc::clone(&gw),
+        running.peer().clone(),
+    ));
+    let _ = running.waiting().await;
+    gw.stop().await;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,174 @@
+//! The gateway's registry (SPEC 5.2): every child's tools under
+//! `NAME__tool`, with `source = mcp:NAME`, in servers-file order and then
+//! each server's own order, and the routes back to the child that owns each.
+//! Descriptions and input schemas are kept verbatim; the rest of an MCP tool
+//! (`title`, `annotations`, `outputSchema`, `_meta`...) rides in
+//! [`Tool::extra`] and goes back to the client unchanged.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::{Map, Value, json};
+
+use crate::registry::{Registry, Tool, name_problem};
+
+/// Where a registry tool is served: the child's index in the servers file
+/// and the tool's name as the child knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    pub server: usize,
+    pub tool: String,
+}
+
+/// A registry built from the children's tool lists.
+#[derive(Debug, Default)]
+pub struct Catalog {
+    pub registry: Registry,
+    pub routes: HashMap<String, Route>,
+    /// Tools left out, each naming its server and tool.
+    pub warnings: Vec<String>,
+}
+
+/// The registry name of a child's tool.
+pub fn full_name(server: &str, tool: &str) -> String {
+    format!("{server}__{tool}")
+}
+
+/// Builds the registry from each server's name and its `tools/list` entries
+/// (MCP tool objects), in the order given. A tool whose name the registry
+/// would refuse is skipped with a warning; it never costs the other tools.
+pub fn build<'a>(servers: impl IntoIterator<Item = (&'a str, &'a [Value])>) -> Catalog {
+    let mut tools = Vec::new();
+    let mut routes = HashMap::new();
+    let mut warnings = Vec::new();
+    for (server_index, (server, listed)) in servers.into_iter().enumerate() {
+        let mut seen = HashSet::new();
+        for (i, entry) in listed.iter().enumerate() {
+            let Some(name) = entry.get("name").and_then(Value::as_str) else {
+                warnings.push(format!("server `{server}`: tool {i} has no name, skipped"));
+                continue;
+            };
+            let shown = crate::chars::escape(name);
+            if !seen.insert(name) {
+                warnings.push(format!(
+                    "server `{server}`: tool `{shown}` is listed twice, the second skipped"
+                ));
+                continue;
+            }
+            let full = full_name(server, name);
+            if name.is_empty() {
+                warnings.push(format!(
+                    "server `{server}`: a tool has an empty name, skipped"
+                ));
+                continue;
+            }
+            if let Some(why) = name_problem(&full) {
+                warnings.push(format!("server `{server}`: tool `{shown}` skipped: {why}"));
+                continue;
+            }
+            tools.push(tool(&full, server, entry));
+            routes.insert(
+                full,
+                Route {
+                    server: server_index,
+                    tool: name.to_string(),
+                },
+            );
+        }
+    }
+    match Registry::new(tools) {
+        Ok(registry) => Catalog {
+            registry,
+            routes,
+            warnings,
+        },
+        // Unreachable by the checks above; an empty registry beats a panic.
+        Err(e) => {
+            warnings.push(format!("the gateway's registry could not be built: {e}"));
+            Catalog {
+                warnings,
+                ..Catalog::default()
+            }
+        }
+    }
+}
+
+fn tool(full: &str, server: &str, entry: &Value) -> Tool {
+    let mut extra: Map<String, Value> = entry.as_object().cloned().unwrap_or_default();
+    extra.remove("name");
+    let description = match extra.remove("description") {
+        Some(Value::String(s)) => s,
+        _ => String::new(),
+    };
+    let parameters = extra
+        .remove("inputSchema")
+        .unwrap_or_else(|| json!({"type": "object"}));
+    Tool {
+        name: full.to_string(),
+        description,
+        parameters,
+        source: Some(format!("mcp:{server}")),
+        defer_loading: false,
+        extra,
+    }
+}
+
+/// A registry tool (or one of the engine's own) as an MCP `tools/list` entry.
+pub fn to_mcp(tool: &Tool) -> Value {
+    let mut out = Map::new();
+    out.insert("name".into(), Value::String(tool.name.clone()));
+    if !tool.description.is_empty() {
+        out.insert(
+            "description".into(),
+            Value::String(tool.description.clone()),
+        );
+    }
+    let schema = if tool.parameters.is_object() {
+        tool.parameters.clone()
+    } else {
+        json!({"type": "object"})
+    };
+    out.insert("inputSchema".into(), schema);
+    for (k, v) in &tool.extra {
+        out.entry(k.clone()).or_insert_with(|| v.clone());
+    }
+    Value::Object(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_sources_order_and_verbatim_fields() {
+        let b: Value = serde_json::from_str(
+            r#"{"name": "b", "description": "B.", "annotations": {"readOnlyHint": true},
+                "inputSchema": {"type": "object", "properties": {"n": {"type": "number", "maximum": 1e400}}}}"#,
+        )
+        .unwrap();
+        let a = [b, json!({"name": "a"})];
+        let z = [
+            json!({"name": "bad\u{202e}name"}),
+            json!({"name": "ok"}),
+            json!({"name": "ok"}),
+        ];
+        let c = build([("zeta", &z[..]), ("alpha", &a[..])]);
+        let names: Vec<&str> = c.registry.tools().iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["zeta__ok", "alpha__b", "alpha__a"]);
+        assert_eq!(
+            c.routes["alpha__b"],
+            Route {
+                server: 1,
+                tool: "b".into()
+            }
+        );
+        let b = c.registry.get("alpha__b").unwrap();
+        assert_eq!(b.source.as_deref(), Some("mcp:alpha"));
+        let back = to_mcp(b);
+        assert_eq!(back["annotations"], json!({"readOnlyHint": true}));
+        let max = back["inputSchema"]["properties"]["n"]["maximum"].to_string();
+        assert!(max.starts_with("1e") && max.ends_with("400"), "{max}");
+        assert_eq!(c.warnings.len(), 2, "{:?}", c.warnings);
+        assert!(c.warnings[0].starts_with("server `zeta`: tool `bad"));
+        assert!(c.warnings[1].contains("listed twice"));
+    }
+}

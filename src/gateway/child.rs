@@ -1,0 +1,356 @@
+//! One child MCP server: started over standard input/output with rmcp's
+//! client side, its standard error copied to ours line by line with a
+//! `[NAME] ` prefix, and restarted on demand with capped exponential back-off
+//! after it fails to start or dies. Every failure becomes a message that
+//! names the server; nothing here panics or prints to standard output.
+
+use std::io::Write as _;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ContentBlock,
+    Implementation, JsonObject, ProtocolVersion,
+};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt, NotificationContext, Peer, RunningService,
+};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::{Mutex, mpsc};
+use tokio::time::Instant;
+
+use super::servers::ServerSpec;
+
+/// First wait before a restart; doubled after each failure up to [`BACKOFF_CAP`].
+pub const BACKOFF_START: Duration = Duration::from_millis(500);
+/// The longest wait between two restarts of a failing child.
+pub const BACKOFF_CAP: Duration = Duration::from_secs(30);
+
+/// What a child tells the gateway outside of a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// The child at this index came up or announced `tools/list_changed`: re-list it.
+    ToolsChanged(usize),
+}
+
+/// The client side the gateway runs toward one child.
+#[derive(Clone)]
+struct Handler {
+    index: usize,
+    events: mpsc::UnboundedSender<Event>,
+}
+
+impl ClientHandler for Handler {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.events.send(Event::ToolsChanged(self.index));
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("toolpolicy-gateway", env!("CARGO_PKG_VERSION")),
+        )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+}
+
+/// Whether a running child has gone: its service loop ended (the process
+/// exited or closed its output) or was cancelled.
+fn gone(service: &RunningService<RoleClient, Handler>) -> bool {
+    service.is_closed() || service.peer().is_transport_closed()
+}
+
+enum State {
+    Up(RunningService<RoleClient, Handler>),
+    Down {
+        error: String,
+        failures: u32,
+        retry_at: Instant,
+    },
+}
+
+/// One child server and its state.
+pub struct Child {
+    pub spec: ServerSpec,
+    index: usize,
+    start_timeout: Duration,
+    events: mpsc::UnboundedSender<Event>,
+    state: Mutex<State>,
+}
+
+/// How long to wait after `failures` failures in a row.
+pub fn backoff(failures: u32) -> Duration {
+    let factor = 1u32 << failures.saturating_sub(1).min(16);
+    BACKOFF_START.saturating_mul(factor).min(BACKOFF_CAP)
+}
+
+fn secs(d: Duration) -> String {
+    format!("{:.1} s", d.as_secs_f64())
+}
+
+impl Child {
+    pub fn new(
+        spec: ServerSpec,
+        index: usize,
+        start_timeout: Duration,
+        events: mpsc::UnboundedSender<Event>,
+    ) -> Arc<Child> {
+        Arc::new(Child {
+            spec,
+            index,
+            start_timeout,
+            events,
+            state: Mutex::new(State::Down {
+                error: "not started yet".into(),
+                failures: 0,
+                retry_at: Instant::now(),
+            }),
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    /// Starts the child and lists its tools (MCP tool objects, in its order).
+    pub async fn start(&self) -> Result<Vec<Value>, String> {
+        let mut state = self.state.lock().await;
+        self.start_locked(&mut state).await
+    }
+
+    async fn start_locked(&self, state: &mut State) -> Result<Vec<Value>, String> {
+        let failures = match &*state {
+            State::Down { failures, .. } => *failures,
+            State::Up(_) => 0,
+        };
+        match self.spawn().await {
+            Ok((service, tools)) => {
+                *state = State::Up(service);
+                Ok(tools)
+            }
+            Err(error) => {
+                let failures = failures.saturating_add(1);
+                *state = State::Down {
+                    error: error.clone(),
+                    failures,
+                    retry_at: Instant::now() + backoff(failures),
+                };
+                Err(error)
+            }
+        }
+    }
+
+    async fn spawn(&self) -> Result<(RunningService<RoleClient, Handler>, Vec<Value>), String> {
+        let name = &self.spec.name;
+        let mut cmd = tokio::process::Command::new(&self.spec.command);
+        cmd.args(&self.spec.args);
+        cmd.envs(self.spec.env.iter().map(|(k, v)| (k, v)));
+        if let Some(cwd) = &self.spec.cwd {
+            cmd.current_dir(cwd);
+        }
+        let (process, stderr) = TokioChildProcess::builder(cmd)
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| {
+                format!(
+                    "server `{name}` could not be started (`{}`): {e}",
+                    self.spec.command
+                )
+            })?;
+        if let Some(stderr) = stderr {
+            tokio::spawn(copy_stderr(name.clone(), stderr));
+        }
+        let handler = Handler {
+            index: self.index,
+            events: self.events.clone(),
+        };
+        // Children of either protocol era: a server that answers
+        // `server/discover` is spoken to in its newest version, an older one
+        // through `initialize`.
+        let mut preferred = ProtocolVersion::KNOWN_VERSIONS.to_vec();
+        preferred.reverse();
+        let lifecycle = ClientLifecycleMode::Auto {
+            preferred_versions: preferred,
+            legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+        };
+        let started = async {
+            let service = handler
+                .serve_with_lifecycle(process, lifecycle)
+                .await
+                .map_err(|e| format!("server `{name}` did not start: {e}"))?;
+            let tools = service
+                .peer()
+                .list_all_tools()
+                .await
+                .map_err(|e| format!("server `{name}` did not list its tools: {e}"))?;
+            let tools = tools
+                .iter()
+                .filter_map(|t| serde_json::to_value(t).ok())
+                .collect::<Vec<_>>();
+            Ok::<_, String>((service, tools))
+        };
+        tokio::time::timeout(self.start_timeout, started)
+            .await
+            .map_err(|_| {
+                format!(
+                    "server `{name}` did not start within {}",
+                    secs(self.start_timeout)
+                )
+            })?
+    }
+
+    /// Re-lists a running child's tools (after its `tools/list_changed`).
+    pub async fn list_tools(&self) -> Result<Vec<Value>, String> {
+        let peer = self.peer().await?;
+        let tools = tokio::time::timeout(self.start_timeout, peer.list_all_tools())
+            .await
+            .map_err(|_| format!("server `{}` did not list its tools in time", self.name()))?
+            .map_err(|e| format!("server `{}` did not list its tools: {e}", self.name()))?;
+        Ok(tools
+            .iter()
+            .filter_map(|t| serde_json::to_value(t).ok())
+            .collect())
+    }
+
+    /// Restarts a child that failed or died once its back-off has run out;
+    /// the gateway re-lists it when it comes up.
+    pub async fn revive_if_due(&self) {
+        let due = match &*self.state.lock().await {
+            State::Up(s) => gone(s),
+            State::Down {
+                failures, retry_at, ..
+            } => *failures > 0 && Instant::now() >= *retry_at,
+        };
+        if due {
+            let _ = self.peer().await;
+        }
+    }
+
+    /// The running child's peer, restarting it first when it is down and its
+    /// back-off has run out; otherwise why it cannot be reached.
+    async fn peer(&self) -> Result<Peer<RoleClient>, String> {
+        let mut state = self.state.lock().await;
+        if let State::Up(service) = &*state {
+            if !gone(service) {
+                return Ok(service.peer().clone());
+            }
+            *state = State::Down {
+                error: format!("server `{}` exited", self.name()),
+                failures: 1,
+                retry_at: Instant::now(),
+            };
+        }
+        let State::Down {
+            error, retry_at, ..
+        } = &*state
+        else {
+            return Err(format!("server `{}` is not available", self.name()));
+        };
+        let now = Instant::now();
+        if now < *retry_at {
+            return Err(format!(
+                "{error}; next restart in {}",
+                secs(*retry_at - now)
+            ));
+        }
+        self.start_locked(&mut state).await?;
+        let _ = self.events.send(Event::ToolsChanged(self.index));
+        match &*state {
+            State::Up(service) => Ok(service.peer().clone()),
+            State::Down { error, .. } => Err(error.clone()),
+        }
+    }
+
+    /// Forwards one call; every failure is an error result naming the server.
+    pub async fn call(
+        &self,
+        tool: &str,
+        arguments: Option<JsonObject>,
+        timeout: Duration,
+    ) -> CallToolResult {
+        let peer = match self.peer().await {
+            Ok(p) => p,
+            Err(e) => return error_result(format!("{e} (tool `{tool}` not called)")),
+        };
+        let mut params = CallToolRequestParams::new(tool.to_string());
+        params.arguments = arguments;
+        match tokio::time::timeout(timeout, peer.call_tool(params)).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(e)) => {
+                if peer.is_transport_closed() {
+                    self.mark_down(format!("server `{}` exited", self.name()))
+                        .await;
+                }
+                error_result(format!("server `{}` failed on `{tool}`: {e}", self.name()))
+            }
+            Err(_) => error_result(format!(
+                "server `{}` did not answer `{tool}` within {}",
+                self.name(),
+                secs(timeout)
+            )),
+        }
+    }
+
+    async fn mark_down(&self, error: String) {
+        let mut state = self.state.lock().await;
+        if matches!(&*state, State::Up(s) if gone(s)) {
+            *state = State::Down {
+                error,
+                failures: 1,
+                retry_at: Instant::now() + backoff(1),
+            };
+        }
+    }
+
+    /// Stops the child (its process is killed when its transport drops).
+    pub async fn stop(&self) {
+        let mut state = self.state.lock().await;
+        *state = State::Down {
+            error: format!("server `{}` was stopped", self.name()),
+            failures: 0,
+            retry_at: Instant::now(),
+        };
+    }
+}
+
+/// A tool result the model reads as an error.
+pub fn error_result(text: String) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(text)])
+}
+
+/// Copies a child's standard error to ours, one whole line at a time, each
+/// prefixed with the server's name; bytes that are not UTF-8 are replaced.
+async fn copy_stderr(name: String, stderr: tokio::process::ChildStderr) {
+    let mut reader = BufReader::new(stderr);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {
+                let text = String::from_utf8_lossy(&line);
+                let text = text.trim_end_matches(['\n', '\r']);
+                let mut err = std::io::stderr().lock();
+                let _ = writeln!(err, "[{name}] {text}");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_to_its_cap() {
+        assert_eq!(backoff(1), Duration::from_millis(500));
+        assert_eq!(backoff(2), Duration::from_secs(1));
+        assert_eq!(backoff(4), Duration::from_secs(4));
+        assert_eq!(backoff(7), BACKOFF_CAP);
+        assert_eq!(backoff(u32::MAX), BACKOFF_CAP);
+    }
+}

@@ -1,0 +1,367 @@
+//! One client connection: rmcp's server side over one engine session.
+//!
+//! `tools/list` is the plan's tool list with the engine's own tools; a call
+//! of the search tool runs the session's search; a call of the call-through
+//! tool, and any direct `tools/call`, goes through [`Session::call`] first,
+//! so a hidden, unknown or not yet activated tool is not found whatever name
+//! or path the client uses. Allowed calls are forwarded to the owning child
+//! and their result recorded as evidence.
+//!
+//! MCP has no user-prompt event, so the session never sees a prompt: under
+//! `activation = "per_prompt"` a connection keeps its activations until it
+//! ends (a reconnect or restart starts afresh), as `sticky` does.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
+    ServerConfig, Tool as McpTool,
+};
+use rmcp::service::{Peer, RequestContext};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde_json::Value;
+
+use crate::runtime::{CallOutcome, Delivery, ResultStatus, Session};
+use crate::{Context, Tool};
+
+use super::child::error_result;
+use super::{Exposure, Gateway, catalog};
+
+/// The first protocol revision that forbids the tool list changing as a side
+/// effect of requests: `list-changed` exposure falls back to call-through.
+const FIXED_LIST_SINCE: ProtocolVersion = ProtocolVersion::V_2026_07_28;
+/// The first revision with `structuredContent` in tool results.
+const STRUCTURED_SINCE: ProtocolVersion = ProtocolVersion::V_2025_06_18;
+
+/// A client connection's state: its session and its listed tools.
+pub struct Connection {
+    gateway: Arc<Gateway>,
+    session: Mutex<Session>,
+    /// In call exposure, the list served and the reload generation it was
+    /// made at: it changes only when the policy or the registry does.
+    listed: Mutex<Option<(u64, Arc<Vec<McpTool>>)>>,
+    /// Whether the fall-back to call-through was reported already.
+    fell_back: AtomicBool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Whether `version` lets the server send `notifications/tools/list_changed`
+/// outside of a request (versions before 2026-07-28).
+pub fn notifies(version: Option<&ProtocolVersion>) -> bool {
+    version.is_some_and(|v| v.as_str() < FIXED_LIST_SINCE.as_str())
+}
+
+impl Connection {
+    /// A connection in `ctx`; fails on a context the policy refuses.
+    pub fn new(gateway: Arc<Gateway>, ctx: Context) -> Result<Connection, String> {
+        let session = gateway.engine.session(ctx).map_err(|e| e.to_string())?;
+        Ok(Connection {
+            gateway,
+            session: Mutex::new(session),
+            listed: Mutex::new(None),
+            fell_back: AtomicBool::new(false),
+        })
+    }
+
+    /// The exposure this connection serves on `version`.
+    fn exposure(&self, version: Option<&ProtocolVersion>) -> Exposure {
+        match self.gateway.options.exposure {
+            Exposure::ListChanged if !notifies(version) => {
+                if !self.fell_back.swap(true, Ordering::Relaxed) {
+                    eprintln!(
+                        "note: the client speaks protocol {}, where the tool list may not change \
+                         as a side effect of requests: serving `call` exposure (activated tools \
+                         are reached through `{}`)",
+                        version.map_or("(unknown)", |v| v.as_str()),
+                        self.gateway.options.call_tool
+                    );
+                }
+                Exposure::Call
+            }
+            e => e,
+        }
+    }
+
+    fn delivery(&self, exposure: Exposure) -> Delivery<'_> {
+        match exposure {
+            Exposure::Call => Delivery::CallThrough(&self.gateway.options.call_tool),
+            Exposure::ListChanged => Delivery::Declared,
+        }
+    }
+
+    /// The tools to list: in call exposure the first turn's list, fixed until
+    /// a reload; in list-changed exposure the session's current list.
+    fn tools(&self, exposure: Exposure) -> Result<Arc<Vec<McpTool>>, String> {
+        let engine = &self.gateway.engine;
+        let delivery = self.delivery(exposure);
+        if exposure == Exposure::ListChanged {
+            let plan = lock(&self.session)
+                .plan(engine)
+                .map_err(|e| e.to_string())?;
+            return Ok(Arc::new(to_mcp_list(&plan.tool_list(delivery))));
+        }
+        let generation = *self.gateway.generation().borrow();
+        let mut listed = lock(&self.listed);
+        if let Some((g, tools)) = &*listed
+            && *g == generation
+        {
+            return Ok(Arc::clone(tools));
+        }
+        let ctx = lock(&self.session).context().clone();
+        let fresh = engine.session(ctx).map_err(|e| e.to_string())?;
+        let plan = fresh.plan(engine).map_err(|e| e.to_string())?;
+        let tools = Arc::new(to_mcp_list(&plan.tool_list(delivery)));
+        *listed = Some((generation, Arc::clone(&tools)));
+        Ok(tools)
+    }
+
+    /// Which of the engine's own tools `name` is, if any.
+    fn own_tool(&self, name: &str, exposure: Exposure) -> Result<Option<Own>, String> {
+        let engine = &self.gateway.engine;
+        let plan = lock(&self.session)
+            .plan(engine)
+            .map_err(|e| e.to_string())?;
+        let own = plan.own_tools(self.delivery(exposure));
+        if !own.iter().any(|t| t.name == name) {
+            return Ok(None);
+        }
+        Ok(Some(if plan.search_tool_name() == Some(name) {
+            Own::Search
+        } else {
+            Own::CallThrough
+        }))
+    }
+
+    async fn call(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        version: Option<&ProtocolVersion>,
+        peer: &Peer<RoleServer>,
+    ) -> CallToolResult {
+        let exposure = self.exposure(version);
+        let own = match self.own_tool(name, exposure) {
+            Ok(own) => own,
+            Err(e) => return error_result(e),
+        };
+        match own {
+            Some(Own::Search) => self.search(arguments, exposure, peer).await,
+            Some(Own::CallThrough) => {
+                let args = arguments.unwrap_or_default();
+                let Some(inner) = args.get("name").and_then(Value::as_str) else {
+                    return error_result(format!(
+                        "`{name}` needs `name`, the tool to call, as a string"
+                    ));
+                };
+                let inner_args = match args.get("arguments") {
+                    None | Some(Value::Null) => None,
+                    Some(Value::Object(o)) => Some(o.clone()),
+                    Some(_) => {
+                        return error_result(format!("`{name}`: `arguments` must be an object"));
+                    }
+                };
+                self.forward(inner, inner_args, exposure, peer).await
+            }
+            None => self.forward(name, arguments, exposure, peer).await,
+        }
+    }
+
+    async fn search(
+        &self,
+        arguments: Option<JsonObject>,
+        exposure: Exposure,
+        peer: &Peer<RoleServer>,
+    ) -> CallToolResult {
+        self.gateway.poke();
+        let args = arguments.unwrap_or_default();
+        let query = match args.get("query") {
+            None | Some(Value::Null) => "",
+            Some(Value::String(q)) => q.as_str(),
+            Some(_) => return error_result("`query` must be a string".into()),
+        };
+        let names: Vec<&str> = match args.get("names") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(a)) if a.iter().all(Value::is_string) => {
+                a.iter().filter_map(Value::as_str).collect()
+            }
+            Some(_) => return error_result("`names` must be an array of strings".into()),
+        };
+        let found = lock(&self.session).search_for(
+            &self.gateway.engine,
+            query,
+            &names,
+            ResultStatus::Ok,
+            self.delivery(exposure),
+        );
+        match found {
+            Ok(r) => {
+                if !r.activated.is_empty() && exposure == Exposure::ListChanged {
+                    let _ = peer.notify_tool_list_changed().await;
+                }
+                CallToolResult::success(vec![ContentBlock::text(r.text)])
+            }
+            Err(e) => error_result(e.to_string()),
+        }
+    }
+
+    /// A call of a registry tool: the session decides, the child answers.
+    async fn forward(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        exposure: Exposure,
+        peer: &Peer<RoleServer>,
+    ) -> CallToolResult {
+        let engine = &self.gateway.engine;
+        let outcome = lock(&self.session).call(engine, name);
+        let outcome = match outcome {
+            Ok(o) => o,
+            Err(e) => return error_result(e.to_string()),
+        };
+        let route = match outcome {
+            CallOutcome::Allowed => self.gateway.route(name),
+            CallOutcome::NotFound { .. } => None,
+        };
+        let Some((child, tool)) = route else {
+            if outcome
+                == (CallOutcome::NotFound {
+                    declared_next_step: true,
+                })
+                && exposure == Exposure::ListChanged
+            {
+                let _ = peer.notify_tool_list_changed().await;
+            }
+            let text = outcome
+                .not_found_text(name)
+                .unwrap_or_else(|| format!("Tool `{}` not found.", crate::chars::escape(name)));
+            return error_result(text);
+        };
+        let result = child
+            .call(&tool, arguments, self.gateway.options.call_timeout)
+            .await;
+        let status = if result.is_error == Some(true) {
+            ResultStatus::Error
+        } else {
+            ResultStatus::Ok
+        };
+        let _ = lock(&self.session).record_result(engine, name, status);
+        result
+    }
+}
+
+enum Own {
+    Search,
+    CallThrough,
+}
+
+fn to_mcp_list(tools: &[std::borrow::Cow<'_, Tool>]) -> Vec<McpTool> {
+    tools
+        .iter()
+        .filter_map(|t| match serde_json::from_value(catalog::to_mcp(t)) {
+            Ok(tool) => Some(tool),
+            Err(e) => {
+                eprintln!("warning: tool `{}` left out of the list: {e}", t.name);
+                None
+            }
+        })
+        .collect()
+}
+
+/// What a result needs for a client of `version`: before 2025-06-18 there
+/// is no `structuredContent`, so it is dropped, and its JSON becomes the text
+/// where the child gave no other content.
+fn bridge(mut result: CallToolResult, version: Option<&ProtocolVersion>) -> CallToolResult {
+    let old = version.is_some_and(|v| v.as_str() < STRUCTURED_SINCE.as_str());
+    if old
+        && let Some(structured) = result.structured_content.take()
+        && result.content.is_empty()
+    {
+        // `take` ran before the emptiness test: the field is dropped either way.
+        result
+            .content
+            .push(ContentBlock::text(structured.to_string()));
+    }
+    result
+}
+
+impl ServerHandler for Connection {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new(
+            "toolpolicy-gateway",
+            env!("CARGO_PKG_VERSION"),
+        ))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        self.gateway.poke();
+        let version = context.protocol_version();
+        let exposure = self.exposure(version.as_ref());
+        let tools = self
+            .tools(exposure)
+            .map_err(|e| McpError::internal_error(e, None))?;
+        Ok(ListToolsResult::with_all_items(tools.as_ref().clone()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let version = context.protocol_version();
+        let result = self
+            .call(
+                &request.name,
+                request.arguments,
+                version.as_ref(),
+                &context.peer,
+            )
+            .await;
+        Ok(CallToolResponse::Complete(bridge(result, version.as_ref())))
+    }
+}
+
+/// Tells a client of a version that allows it that its tool list changed,
+/// at every policy or registry reload, until the connection ends.
+pub async fn tell_reloads(gateway: Arc<Gateway>, peer: Peer<RoleServer>) {
+    let mut generation = gateway.generation();
+    generation.borrow_and_update();
+    while generation.changed().await.is_ok() {
+        let version = peer.peer_info().map(|i| i.protocol_version.clone());
+        if notifies(version.as_ref()) && peer.notify_tool_list_changed().await.is_err() {
+            break;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn structured_content_is_bridged_for_older_clients() {
+        let mut r = CallToolResult::success(vec![]);
+        r.structured_content = Some(serde_json::json!({"a": 1}));
+        let old = bridge(r.clone(), Some(&ProtocolVersion::V_2025_03_26));
+        assert_eq!(old.structured_content, None);
+        assert_eq!(old.content.len(), 1);
+        let new = bridge(r.clone(), Some(&ProtocolVersion::V_2025_11_25));
+        assert_eq!(new, r);
+        assert!(notifies(Some(&ProtocolVersion::V_2025_11_25)));
+        assert!(!notifies(Some(&ProtocolVersion::V_2026_07_28)));
+    }
+}

@@ -1,0 +1,204 @@
+//! `policy gateway` (SPEC 5.2): an MCP server on standard input/output that
+//! puts any MCP client behind a policy, in front of the servers the user
+//! already runs.
+//!
+//! The pipeline, one file per step: the [`servers`] file → one [`child`] per
+//! server (rmcp's client side) → their tools as one registry ([`catalog`]) in
+//! the shared [`Engine`] → one [`connection`] per client (rmcp's server side,
+//! one engine session each) → [`reload`] of the policy when its file changes.
+//! The engine decides everything; this module only translates MCP to engine
+//! calls and back. It is the only place tokio and rmcp are used, behind the
+//! `gateway` feature.
+
+pub mod catalog;
+pub mod child;
+pub mod connection;
+pub mod dry_run;
+pub mod reload;
+pub mod servers;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::{mpsc, watch};
+
+use crate::runtime::Engine;
+use crate::{Context, Policy, SkillList};
+
+use catalog::Route;
+use child::{Child, Event};
+use servers::ServerSpec;
+
+/// How a connection hands the model the tools a search activates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Exposure {
+    /// The listed tools never change during a connection; activated tools
+    /// are reached through the call-through tool.
+    #[default]
+    Call,
+    /// Activated tools are appended to the list and the client is told with
+    /// `notifications/tools/list_changed`, on protocol versions that allow it.
+    ListChanged,
+}
+
+/// What the command line sets.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The policy file, re-read when it changes.
+    pub policy_path: PathBuf,
+    pub context: Context,
+    pub exposure: Exposure,
+    /// The call-through tool's name.
+    pub call_tool: String,
+    /// How long one forwarded call may take.
+    pub call_timeout: Duration,
+    /// How long a child may take to start and list its tools.
+    pub start_timeout: Duration,
+}
+
+/// The shared state of a running gateway: the engine, the children, and the
+/// routes from registry names back to them.
+pub struct Gateway {
+    pub options: Options,
+    pub engine: Engine,
+    pub children: Vec<Arc<Child>>,
+    /// Each child's last tool list, in servers-file order.
+    tools: Mutex<Vec<Vec<Value>>>,
+    routes: RwLock<Arc<HashMap<String, Route>>>,
+    /// Bumped at every policy or registry reload; connections watch it to
+    /// refresh their list and tell their client.
+    generation: watch::Sender<u64>,
+}
+
+/// Each child's start result, in servers-file order.
+pub type StartReport = Vec<Result<usize, String>>;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Gateway {
+    /// Starts every child at once and builds the registry from those that
+    /// came up; a child that did not is reported and retried on demand.
+    pub async fn start(
+        options: Options,
+        policy: Policy,
+        servers: Vec<ServerSpec>,
+    ) -> (Arc<Gateway>, StartReport, mpsc::UnboundedReceiver<Event>) {
+        let (events, events_rx) = mpsc::unbounded_channel();
+        let children: Vec<Arc<Child>> = servers
+            .into_iter()
+            .enumerate()
+            .map(|(i, spec)| Child::new(spec, i, options.start_timeout, events.clone()))
+            .collect();
+        let mut started = tokio::task::JoinSet::new();
+        for (i, child) in children.iter().enumerate() {
+            let child = Arc::clone(child);
+            started.spawn(async move { (i, child.start().await) });
+        }
+        let mut tools = vec![Vec::new(); children.len()];
+        let mut report: StartReport = vec![Err("not started".into()); children.len()];
+        while let Some(joined) = started.join_next().await {
+            if let Ok((i, result)) = joined {
+                report[i] = result.map(|t| {
+                    let n = t.len();
+                    tools[i] = t;
+                    n
+                });
+            }
+        }
+        let gateway = Arc::new(Gateway {
+            options,
+            engine: Engine::new(policy, Default::default(), SkillList::default()),
+            children,
+            tools: Mutex::new(tools),
+            routes: RwLock::new(Arc::default()),
+            generation: watch::channel(0).0,
+        });
+        gateway.rebuild();
+        (gateway, report, events_rx)
+    }
+
+    /// Rebuilds the registry from the children's last tool lists and hands
+    /// it to the engine; sessions keep their activations by name.
+    fn rebuild(&self) {
+        let tools = lock(&self.tools);
+        let built = catalog::build(
+            self.children
+                .iter()
+                .zip(tools.iter())
+                .map(|(c, t)| (c.name(), t.as_slice())),
+        );
+        drop(tools);
+        for w in &built.warnings {
+            eprintln!("warning: {w}");
+        }
+        for w in built.registry.warnings() {
+            eprintln!("warning: {w}");
+        }
+        self.engine.set_registry(built.registry);
+        *self.routes.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(built.routes);
+        self.bump();
+    }
+
+    /// Tells every connection that the policy or the registry changed.
+    pub fn bump(&self) {
+        self.generation.send_modify(|g| *g += 1);
+    }
+
+    /// The current reload generation and a receiver to wait for the next.
+    pub fn generation(&self) -> watch::Receiver<u64> {
+        self.generation.subscribe()
+    }
+
+    /// The child and its own tool name for a registry name.
+    pub fn route(&self, name: &str) -> Option<(Arc<Child>, String)> {
+        let routes = Arc::clone(&self.routes.read().unwrap_or_else(PoisonError::into_inner));
+        let route = routes.get(name)?;
+        let child = self.children.get(route.server)?;
+        Some((Arc::clone(child), route.tool.clone()))
+    }
+
+    /// Re-lists one child and reloads the registry.
+    pub async fn relist(&self, index: usize) {
+        let Some(child) = self.children.get(index) else {
+            return;
+        };
+        match child.list_tools().await {
+            Ok(listed) => {
+                if let Some(slot) = lock(&self.tools).get_mut(index) {
+                    *slot = listed;
+                }
+                self.rebuild();
+            }
+            Err(e) => eprintln!("warning: {e}"),
+        }
+    }
+
+    /// Follows the children's events until every sender is gone.
+    pub async fn follow(self: Arc<Self>, mut events: mpsc::UnboundedReceiver<Event>) {
+        while let Some(Event::ToolsChanged(i)) = events.recv().await {
+            self.relist(i).await;
+        }
+    }
+
+    /// Tries, in the background, to restart children whose back-off has run
+    /// out: a child that failed at start has no tools to call, so listing
+    /// and searching are what bring it back.
+    pub fn poke(self: &Arc<Self>) {
+        for child in &self.children {
+            let child = Arc::clone(child);
+            tokio::spawn(async move { child.revive_if_due().await });
+        }
+    }
+
+    /// Stops every child.
+    pub async fn stop(&self) {
+        for child in &self.children {
+            child.stop().await;
+        }
+    }
+}

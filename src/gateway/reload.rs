@@ -1,0 +1,98 @@
+//! Hot reload of the policy: its file is polled for a new modification time
+//! or length every [`POLL`], and re-read at once on SIGHUP. A reload that
+//! fails (a policy error, or a policy that refuses the gateway's context)
+//! keeps the last good policy and prints why to standard error.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use crate::Policy;
+
+use super::Gateway;
+
+/// How often the policy file's metadata is looked at.
+pub const POLL: Duration = Duration::from_millis(500);
+
+/// What identifies a version of the file without reading it.
+fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.modified().ok()?, meta.len()))
+}
+
+/// Re-reads the policy; returns whether it is now in force.
+pub fn reload(gateway: &Gateway) -> bool {
+    let path = &gateway.options.policy_path;
+    let shown = path.display().to_string();
+    let bytes = match crate::input::read(path) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("error: cannot read `{shown}`: {e}; keeping the last good policy");
+            return false;
+        }
+    };
+    let policy = match Policy::from_bytes(shown.clone(), &bytes) {
+        Ok(p) => p,
+        Err(e) => {
+            eprint!("{}", crate::render::plain(&e.source, &e.diagnostics));
+            eprintln!("error: `{shown}` has errors; keeping the last good policy");
+            return false;
+        }
+    };
+    let engine = &gateway.engine;
+    let old = engine.snapshot().policy().clone();
+    engine.set_policy(policy);
+    if let Err(e) = engine.session(gateway.options.context.clone()) {
+        engine.set_policy(old);
+        eprintln!("error: `{shown}`: {e}; keeping the last good policy");
+        return false;
+    }
+    eprintln!("note: reloaded `{shown}`");
+    gateway.bump();
+    true
+}
+
+/// Watches the policy file and SIGHUP until the task is dropped.
+pub async fn watch(gateway: Arc<Gateway>) {
+    let path = gateway.options.policy_path.clone();
+    let mut last = stamp(&path);
+    let mut hangup = hangup_signal();
+    let mut tick = tokio::time::interval(POLL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let forced = tokio::select! {
+            _ = tick.tick() => false,
+            _ = next_hangup(&mut hangup) => true,
+        };
+        let now = stamp(&path);
+        if forced || now != last {
+            last = now;
+            reload(&gateway);
+        }
+    }
+}
+
+#[cfg(unix)]
+type Hangup = Option<tokio::signal::unix::Signal>;
+#[cfg(not(unix))]
+type Hangup = Option<()>;
+
+#[cfg(unix)]
+fn hangup_signal() -> Hangup {
+    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok()
+}
+
+#[cfg(not(unix))]
+fn hangup_signal() -> Hangup {
+    None
+}
+
+async fn next_hangup(h: &mut Hangup) {
+    #[cfg(unix)]
+    if let Some(s) = h {
+        s.recv().await;
+        return;
+    }
+    let _ = h;
+    std::future::pending::<()>().await
+}

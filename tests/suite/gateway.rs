@@ -1,0 +1,419 @@
+//! `policy gateway` (SPEC 5.2) driven over stdio against the fixture server:
+//! both exposures, search and call-through, the policy on every path, the
+//! children's faults, reloads, bad inputs and the dry run.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::gateway_support::*;
+
+const POLICY: &str = "\
+guard fx__echo
+Hide(fx__secret)
+Defer(*)
+";
+
+const TOOLS: &str = "echo,secret,slow,fail,structured,crash,hang,change";
+
+fn gateway(tag: &str, policy: &str, extra: &[&str], version: &str) -> Gateway {
+    let dir = temp_dir(tag);
+    let (p, s) = files(&dir, policy, &[("fx", fixture(TOOLS, &[]))]);
+    let mut args = vec![
+        "--policy",
+        p.to_str().unwrap(),
+        "--servers",
+        s.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    Gateway::connect(&args, version)
+}
+
+#[test]
+fn call_exposure_lists_a_fixed_list_and_reaches_tools_through_call_tool() {
+    let mut g = gateway("call", POLICY, &[], "2025-11-25");
+    let listed = g.list();
+    assert_eq!(listed, ["fx__echo", "tool_search", "call_tool"]);
+    let r = g.call("tool_search", json!({"query": "slow"}));
+    assert!(!is_error(&r), "{r}");
+    let t = text(&r);
+    assert!(t.contains("`fx__slow`"), "{t}");
+    assert!(t.contains("through `call_tool`"), "{t}");
+    assert!(t.contains("parameters: {\"properties\":{\"text\""), "{t}");
+    // The list stays as it was: activated tools are called through call_tool.
+    assert_eq!(g.list(), listed);
+    assert!(!g.wait_list_changed(Duration::from_millis(300)));
+    let r = g.call(
+        "call_tool",
+        json!({"name": "fx__slow", "arguments": {"text": "hi"}}),
+    );
+    assert!(!is_error(&r), "{r}");
+    assert_eq!(text(&r), "slow: {\"text\":\"hi\"}");
+    // A direct call of the activated tool passes the same check.
+    let r = g.call("fx__slow", json!({}));
+    assert!(!is_error(&r), "{r}");
+    let r = g.call("fx__echo", json!({"text": "x"}));
+    assert_eq!(text(&r), "echo: {\"text\":\"x\"}");
+}
+
+#[test]
+fn hidden_and_unknown_tools_are_not_found_on_every_path() {
+    let mut g = gateway("hidden", POLICY, &[], "2025-11-25");
+    for (name, args) in [
+        ("fx__secret", json!({})),
+        ("secret", json!({})),
+        ("call_tool", json!({"name": "fx__secret"})),
+        ("call_tool", json!({"name": "secret"})),
+        ("nope", json!({})),
+        ("echo", json!({})),
+    ] {
+        let r = g.call(name, args.clone());
+        assert!(is_error(&r), "{name} {args}: {r}");
+        assert!(text(&r).ends_with("not found."), "{name} {args}: {r}");
+    }
+    let r = g.call(
+        "tool_search",
+        json!({"query": "secret", "names": ["fx__secret"]}),
+    );
+    let t = text(&r);
+    assert!(
+        t.contains("Not available in this chat: `fx__secret`."),
+        "{t}"
+    );
+    assert!(!g.list().iter().any(|n| n.contains("secret")));
+    let r = g.call("tool_search", json!({"query": "", "names": ["fx__secret"]}));
+    assert!(!text(&r).contains("Loaded"), "{r}");
+}
+
+#[test]
+fn a_deferred_tool_called_first_is_not_found_then_follows_on_miss() {
+    let mut g = gateway("miss", POLICY, &[], "2025-11-25");
+    let r = g.call("call_tool", json!({"name": "fx__fail"}));
+    assert!(is_error(&r));
+    assert!(text(&r).contains("It has been loaded now"), "{r}");
+    // Now activated: the child answers, with its own error result.
+    let r = g.call("call_tool", json!({"name": "fx__fail"}));
+    assert_eq!(text(&r), "fail: as asked");
+    assert!(is_error(&r));
+
+    let strict = format!("on_miss = \"error\"\n{POLICY}");
+    let mut g = gateway("miss-error", &strict, &[], "2025-11-25");
+    for _ in 0..2 {
+        let r = g.call("fx__fail", json!({}));
+        assert_eq!(text(&r), "Tool `fx__fail` not found.");
+    }
+}
+
+#[test]
+fn list_changed_exposure_appends_activated_tools_and_tells_the_client() {
+    let mut g = gateway("lc", POLICY, &["--exposure", "list-changed"], "2025-11-25");
+    assert_eq!(g.list(), ["fx__echo", "tool_search"]);
+    let r = g.call("tool_search", json!({"query": "", "names": ["fx__slow"]}));
+    assert!(text(&r).contains("callable from your next step"), "{r}");
+    assert!(g.wait_list_changed(DEADLINE));
+    assert_eq!(g.list(), ["fx__echo", "tool_search", "fx__slow"]);
+    assert!(!is_error(&g.call("fx__slow", json!({}))));
+}
+
+#[test]
+fn list_changed_falls_back_to_call_through_where_the_protocol_forbids_it() {
+    // A 2026-07-28 client opens with `server/discover` and sends its version
+    // with every request.
+    let dir = temp_dir("lc2026");
+    let (p, s) = files(&dir, POLICY, &[("fx", fixture(TOOLS, &[]))]);
+    let mut g = Gateway::spawn(&[
+        "--policy",
+        p.to_str().unwrap(),
+        "--servers",
+        s.to_str().unwrap(),
+        "--exposure",
+        "list-changed",
+    ]);
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "suite", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    let d = g.request("server/discover", json!({"_meta": meta}));
+    assert!(d.get("result").is_some(), "{d}\n{}", g.stderr());
+    let r = g.request("tools/list", json!({"_meta": meta}));
+    let names: Vec<&str> = r["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}\n{}", g.stderr()))
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["fx__echo", "tool_search", "call_tool"]);
+    assert!(
+        g.wait_stderr("serving `call` exposure", 1),
+        "{}",
+        g.stderr()
+    );
+}
+
+#[test]
+fn results_are_bridged_to_the_client_protocol_version() {
+    let mut g = gateway("bridge", "NoDefer(*)\n", &[], "2025-11-25");
+    let r = g.call("fx__structured", json!({}));
+    assert_eq!(r["structuredContent"], json!({"n": 1}), "{r}");
+    let mut g = gateway("bridge-old", "NoDefer(*)\n", &[], "2025-03-26");
+    let r = g.call("fx__structured", json!({}));
+    assert!(r.get("structuredContent").is_none(), "{r}");
+    assert_eq!(text(&r), "{\"n\":1}");
+}
+
+#[test]
+fn children_of_both_protocol_eras_are_served_side_by_side() {
+    let dir = temp_dir("eras");
+    let (p, s) = files(
+        &dir,
+        "NoDefer(*)\n",
+        &[
+            (
+                "old",
+                fixture("echo", &[("FIXTURE_VERSIONS", "2025-11-25")]),
+            ),
+            (
+                "new",
+                fixture("echo", &[("FIXTURE_VERSIONS", "2026-07-28")]),
+            ),
+        ],
+    );
+    let mut g = Gateway::connect(
+        &[
+            "--policy",
+            p.to_str().unwrap(),
+            "--servers",
+            s.to_str().unwrap(),
+        ],
+        "2025-11-25",
+    );
+    assert_eq!(g.list(), ["old__echo", "new__echo"]);
+    assert_eq!(text(&g.call("old__echo", json!({}))), "echo: {}");
+    assert_eq!(text(&g.call("new__echo", json!({}))), "echo: {}");
+}
+
+#[test]
+fn a_child_that_crashes_is_named_and_restarted_on_demand() {
+    let mut g = gateway("crash", "NoDefer(*)\n", &[], "2025-11-25");
+    assert!(g.wait_stderr("[fx] fixture up", 1));
+    let r = g.call("fx__crash", json!({}));
+    assert!(is_error(&r), "{r}");
+    assert!(text(&r).contains("server `fx`"), "{r}");
+    let until = Instant::now() + DEADLINE;
+    let mut last = json!(null);
+    while Instant::now() < until {
+        last = g.call("fx__echo", json!({}));
+        if !is_error(&last) {
+            break;
+        }
+        assert!(text(&last).contains("server `fx`"), "{last}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(text(&last), "echo: {}", "{}", g.stderr());
+    assert!(g.wait_stderr("[fx] fixture up", 2));
+}
+
+#[test]
+fn a_child_that_hangs_is_cut_off_and_the_others_served() {
+    let mut g = gateway(
+        "hang",
+        "NoDefer(*)\n",
+        &["--call-timeout", "0.5"],
+        "2025-11-25",
+    );
+    let t0 = Instant::now();
+    let r = g.call("fx__hang", json!({}));
+    assert!(t0.elapsed() < Duration::from_secs(5));
+    assert!(is_error(&r));
+    assert_eq!(
+        text(&r),
+        "server `fx` did not answer `hang` within 0.5 s",
+        "{r}"
+    );
+    assert_eq!(text(&g.call("fx__echo", json!({}))), "echo: {}");
+}
+
+#[test]
+fn a_child_that_fails_to_start_leaves_the_others_served() {
+    let dir = temp_dir("nostart");
+    let (p, s) = files(
+        &dir,
+        "NoDefer(*)\n",
+        &[
+            ("down", fixture("echo", &[("FIXTURE_EXIT_AT_START", "1")])),
+            ("up", fixture("echo", &[])),
+        ],
+    );
+    let mut g = Gateway::connect(
+        &[
+            "--policy",
+            p.to_str().unwrap(),
+            "--servers",
+            s.to_str().unwrap(),
+        ],
+        "2025-11-25",
+    );
+    assert_eq!(g.list(), ["up__echo"]);
+    assert_eq!(text(&g.call("up__echo", json!({}))), "echo: {}");
+    let err = g.stderr();
+    assert!(
+        err.contains("[down] fixture: exiting at start, as asked"),
+        "{err}"
+    );
+    assert!(err.contains("error: server `down` did not start"), "{err}");
+}
+
+#[test]
+fn a_child_s_tools_list_changed_reloads_the_registry() {
+    let mut g = gateway("relist", "NoDefer(*)\n", &[], "2025-11-25");
+    assert!(!g.list().contains(&"fx__added".to_string()));
+    let r = g.call("fx__change", json!({}));
+    assert!(!is_error(&r), "{r}");
+    assert!(g.wait_list_changed(DEADLINE), "{}", g.stderr());
+    assert!(g.list().contains(&"fx__added".to_string()));
+    assert_eq!(text(&g.call("fx__added", json!({}))), "added: {}");
+}
+
+#[test]
+fn activations_survive_a_child_s_registry_reload() {
+    let mut g = gateway("keep", "guard fx__change\nDefer(*)\n", &[], "2025-11-25");
+    g.call("tool_search", json!({"query": "", "names": ["fx__slow"]}));
+    g.call("fx__change", json!({}));
+    assert!(g.wait_list_changed(DEADLINE));
+    let r = g.call("call_tool", json!({"name": "fx__slow"}));
+    assert!(!is_error(&r), "{r}");
+}
+
+#[test]
+fn policy_reloads_good_and_bad() {
+    let dir = temp_dir("reload");
+    let (p, s) = files(&dir, POLICY, &[("fx", fixture(TOOLS, &[]))]);
+    let mut g = Gateway::connect(
+        &[
+            "--policy",
+            p.to_str().unwrap(),
+            "--servers",
+            s.to_str().unwrap(),
+        ],
+        "2025-11-25",
+    );
+    assert_eq!(g.list(), ["fx__echo", "tool_search", "call_tool"]);
+    std::fs::write(&p, format!("NoDefer(fx__slow)\n{POLICY}")).unwrap();
+    assert!(g.wait_list_changed(DEADLINE), "{}", g.stderr());
+    assert_eq!(
+        g.list(),
+        ["fx__echo", "tool_search", "call_tool", "fx__slow"]
+    );
+    std::fs::write(&p, "Defer(\n").unwrap();
+    assert!(
+        g.wait_stderr("keeping the last good policy", 1),
+        "{}",
+        g.stderr()
+    );
+    assert!(
+        g.stderr().contains("gateway.policy:2:1: error[PL001]"),
+        "{}",
+        g.stderr()
+    );
+    assert_eq!(
+        g.list(),
+        ["fx__echo", "tool_search", "call_tool", "fx__slow"]
+    );
+    assert!(!is_error(&g.call("fx__slow", json!({}))));
+    assert_eq!(g.finish(), Some(0));
+}
+
+#[test]
+fn bad_servers_files_and_policies_exit_before_serving() {
+    let dir = temp_dir("bad");
+    let (p, s) = files(&dir, POLICY, &[("fx", json!({"args": ["x"]}))]);
+    let (code, out, err) = run_to_end(&[
+        "--policy",
+        p.to_str().unwrap(),
+        "--servers",
+        s.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(out.is_empty());
+    assert!(err.contains("`mcpServers.fx`: missing `command`"), "{err}");
+
+    let (p, s) = files(&dir, "Defer(\n", &[("fx", fixture("echo", &[]))]);
+    let (code, out, err) = run_to_end(&[
+        "--policy",
+        p.to_str().unwrap(),
+        "--servers",
+        s.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(err.contains("gateway.policy:"), "{err}");
+
+    let (p, s) = files(&dir, "mode agent {\n}\n", &[("fx", fixture("echo", &[]))]);
+    let (code, _, err) = run_to_end(&[
+        "--policy",
+        p.to_str().unwrap(),
+        "--servers",
+        s.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("`--mode` is required"), "{err}");
+}
+
+#[test]
+fn dry_run_reports_servers_the_list_and_its_tokens() {
+    let dir = temp_dir("dry");
+    let (p, s) = files(
+        &dir,
+        POLICY,
+        &[
+            ("fx", fixture(TOOLS, &[])),
+            ("down", fixture("echo", &[("FIXTURE_EXIT_AT_START", "1")])),
+        ],
+    );
+    let args = [
+        "--policy",
+        p.to_str().unwrap(),
+        "--servers",
+        s.to_str().unwrap(),
+        "--dry-run",
+    ];
+    let (code, out, err) = run_to_end(&args);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(out.contains("  fx: 8 tools\n"), "{out}");
+    assert!(
+        out.contains("  down: failed: server `down` did not start"),
+        "{out}"
+    );
+    assert!(
+        out.contains("listed (3 tools, `call` exposure):\n  fx__echo, tool_search, call_tool\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("- fx__slow: Tool slow of the fixture."),
+        "{out}"
+    );
+    assert!(out.contains("tokens: "), "{out}");
+
+    let (p, s) = files(&dir, POLICY, &[("fx", fixture(TOOLS, &[]))]);
+    let (code, out, err) = run_to_end(&[
+        "--policy",
+        p.to_str().unwrap(),
+        "--servers",
+        s.to_str().unwrap(),
+        "--dry-run",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        v["servers"][0],
+        json!({"name": "fx", "tools": 8, "error": null})
+    );
+    assert_eq!(v["listed"], json!(["fx__echo", "tool_search", "call_tool"]));
+    assert_eq!(v["deferred"], json!(6));
+    assert_eq!(v["hidden"], json!(1));
+    assert!(v["tokens"]["listed"].as_u64().unwrap() > 0);
+    assert!(v["tokens"]["all_declared"].as_u64().unwrap() > 0);
+}

@@ -1,0 +1,303 @@
+//! Drives `policy gateway` as a child process over stdio with raw JSON-RPC
+//! lines, in front of the MCP fixture server (`examples/mcp_fixture.rs`).
+//! Every wait has a deadline, so no test can hang.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// How long any one wait may take.
+pub const DEADLINE: Duration = Duration::from_secs(20);
+
+pub fn policy_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_policy"))
+}
+
+/// The fixture server, built beside the binary by `cargo test`.
+pub fn fixture_bin() -> PathBuf {
+    let dir = policy_bin()
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let bin = dir.join("examples").join(if cfg!(windows) {
+        "mcp_fixture.exe"
+    } else {
+        "mcp_fixture"
+    });
+    assert!(
+        bin.exists(),
+        "{} is missing: `cargo test` builds it, or run `cargo build --example mcp_fixture`",
+        bin.display()
+    );
+    bin
+}
+
+/// A fresh folder for one test's files.
+pub fn temp_dir(tag: &str) -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "toolpolicy-gateway-{}-{}-{tag}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A servers entry that runs the fixture with these tools and extra environment.
+pub fn fixture(tools: &str, env: &[(&str, &str)]) -> Value {
+    let mut e = serde_json::Map::new();
+    e.insert("FIXTURE_TOOLS".into(), json!(tools));
+    for (k, v) in env {
+        e.insert((*k).into(), json!(v));
+    }
+    json!({"command": fixture_bin(), "env": e})
+}
+
+/// Writes the policy and the servers file into `dir`; returns their paths.
+pub fn files(dir: &Path, policy: &str, servers: &[(&str, Value)]) -> (PathBuf, PathBuf) {
+    let p = dir.join("gateway.policy");
+    std::fs::write(&p, policy).unwrap();
+    let mut m = String::from("{\"mcpServers\": {");
+    for (i, (name, entry)) in servers.iter().enumerate() {
+        if i > 0 {
+            m.push(',');
+        }
+        m.push_str(&format!("{}: {entry}", json!(name)));
+    }
+    m.push_str("}}");
+    let s = dir.join("servers.json");
+    std::fs::write(&s, m).unwrap();
+    (p, s)
+}
+
+/// A running gateway and a client's view of it.
+pub struct Gateway {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    stderr: Arc<Mutex<String>>,
+    /// Notifications received while waiting for responses.
+    pub notifications: Vec<Value>,
+    next_id: u64,
+}
+
+impl Gateway {
+    /// Starts `policy gateway` with these arguments (after `gateway`).
+    pub fn spawn(args: &[&str]) -> Gateway {
+        let mut child = Command::new(policy_bin())
+            .arg("gateway")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (tx, lines) = channel();
+        let stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let sink = Arc::clone(&stderr);
+        let err = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines() {
+                let Ok(line) = line else { break };
+                let mut s = sink.lock().unwrap();
+                s.push_str(&line);
+                s.push('\n');
+            }
+        });
+        Gateway {
+            stdin: child.stdin.take(),
+            child,
+            lines,
+            stderr,
+            notifications: Vec::new(),
+            next_id: 1,
+        }
+    }
+
+    /// Starts the gateway and completes the `initialize` handshake at `version`.
+    pub fn connect(args: &[&str], version: &str) -> Gateway {
+        let mut g = Gateway::spawn(args);
+        let init = g.request(
+            "initialize",
+            json!({"protocolVersion": version, "capabilities": {},
+                   "clientInfo": {"name": "suite", "version": "0"}}),
+        );
+        assert!(init.get("result").is_some(), "{init}\n{}", g.stderr());
+        g.notify("notifications/initialized", json!({}));
+        g
+    }
+
+    pub fn send(&mut self, message: &Value) {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    pub fn notify(&mut self, method: &str, params: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    /// The next message on standard output; every line must be JSON-RPC.
+    pub fn next(&mut self, until: Instant) -> Option<Value> {
+        let left = until.saturating_duration_since(Instant::now());
+        match self.lines.recv_timeout(left) {
+            Ok(line) => {
+                let v: Value = serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("not JSON on stdout ({e}): {line}"));
+                assert_eq!(v["jsonrpc"], "2.0", "{line}");
+                Some(v)
+            }
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => None,
+        }
+    }
+
+    /// Sends a request and waits for its response (notifications are kept).
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let until = Instant::now() + DEADLINE;
+        while let Some(v) = self.next(until) {
+            if v.get("id") == Some(&json!(id)) {
+                return v;
+            }
+            self.notifications.push(v);
+        }
+        panic!(
+            "no answer to `{method}` in time\nstderr:\n{}",
+            self.stderr()
+        );
+    }
+
+    /// The listed tools' names.
+    pub fn list(&mut self) -> Vec<String> {
+        let r = self.request("tools/list", json!({}));
+        r["result"]["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{r}"))
+            .iter()
+            .map(|t| t["name"].as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+
+    /// Calls a tool; returns the result object.
+    pub fn call(&mut self, name: &str, arguments: Value) -> Value {
+        let r = self.request("tools/call", json!({"name": name, "arguments": arguments}));
+        r.get("result")
+            .cloned()
+            .unwrap_or_else(|| panic!("`{name}` gave no result: {r}"))
+    }
+
+    /// Waits until a `tools/list_changed` notification has arrived.
+    pub fn wait_list_changed(&mut self, within: Duration) -> bool {
+        let until = Instant::now() + within;
+        loop {
+            if let Some(i) = self
+                .notifications
+                .iter()
+                .position(|n| n["method"] == "notifications/tools/list_changed")
+            {
+                self.notifications.remove(i);
+                return true;
+            }
+            match self.next(until) {
+                Some(v) => self.notifications.push(v),
+                None => return false,
+            }
+        }
+    }
+
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Waits until standard error contains `text` `times` times.
+    pub fn wait_stderr(&self, text: &str, times: usize) -> bool {
+        let until = Instant::now() + DEADLINE;
+        while Instant::now() < until {
+            if self.stderr().matches(text).count() >= times {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    /// Closes standard input and waits for the exit code.
+    pub fn finish(mut self) -> Option<i32> {
+        drop(self.stdin.take());
+        let until = Instant::now() + DEADLINE;
+        while Instant::now() < until {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.code();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The text of a tool result's first content block.
+pub fn text(result: &Value) -> String {
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+pub fn is_error(result: &Value) -> bool {
+    result["isError"] == json!(true)
+}
+
+/// Runs `policy gateway` to its end with these arguments and no client;
+/// returns exit code, stdout and stderr, within the deadline.
+pub fn run_to_end(args: &[&str]) -> (Option<i32>, String, String) {
+    let mut child = Command::new(policy_bin())
+        .arg("gateway")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + DEADLINE;
+    while Instant::now() < until {
+        if let Ok(Some(_)) = child.try_wait() {
+            let out = child.wait_with_output().unwrap();
+            return (
+                out.status.code(),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("`policy gateway {}` did not end in time", args.join(" "));
+}
