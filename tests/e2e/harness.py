@@ -36,6 +36,7 @@ ERA_VERSIONS = {LEGACY: "2025-11-25", MODERN: "2026-07-28"}
 # Every wait in the tests is bounded by one of these (seconds).
 CALL_TIMEOUT = 30.0
 POLL_TIMEOUT = 20.0
+RUN_TIMEOUT = 900.0
 
 
 def policy_binary() -> pathlib.Path:
@@ -210,7 +211,11 @@ def main(module) -> int:
     """Runs a test module's cases (`-k PATTERN` picks some), and closes with
     one `N passed, N failed, N skipped` line; non-zero exit on a failure."""
     import argparse
+    import faulthandler
 
+    # No run may hang: past this, every thread's stack is printed and the
+    # run ends with a failure.
+    faulthandler.dump_traceback_later(RUN_TIMEOUT, exit=True)
     parser = argparse.ArgumentParser()
     parser.add_argument("-k", action="append", default=[], help="run tests whose name holds this")
     parser.add_argument("-q", action="store_true", help="one character per test")
