@@ -14,7 +14,8 @@ use rmcp::model::{
     Implementation, JsonObject, ProtocolVersion,
 };
 use rmcp::service::{
-    ClientLifecycleMode, ClientServiceExt, NotificationContext, Peer, RunningService,
+    ClientInitializeError, ClientLifecycleMode, ClientServiceExt, NotificationContext, Peer,
+    RunningService,
 };
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient};
@@ -62,6 +63,16 @@ impl ClientHandler for Handler {
 /// exited or closed its output) or was cancelled.
 fn gone(service: &RunningService<RoleClient, Handler>) -> bool {
     service.is_closed() || service.peer().is_transport_closed()
+}
+
+/// A started child and its tools.
+type Started = (RunningService<RoleClient, Handler>, Vec<Value>);
+
+/// Why a start failed: the server refused the handshake (worth another
+/// lifecycle), or anything else.
+enum Failure {
+    Refused(String),
+    Other(String),
 }
 
 enum State {
@@ -127,7 +138,7 @@ impl Child {
             State::Down { failures, .. } => *failures,
             State::Up(_) => 0,
         };
-        match self.spawn().await {
+        match self.spawn_either_era().await {
             Ok((service, tools)) => {
                 *state = State::Up(service);
                 Ok(tools)
@@ -144,7 +155,27 @@ impl Child {
         }
     }
 
-    async fn spawn(&self) -> Result<(RunningService<RoleClient, Handler>, Vec<Value>), String> {
+    /// Starts the child through `initialize`, which servers of every era so
+    /// far answer; one that refuses it (a server of 2026-07-28 or later
+    /// only) is started again and reached through `server/discover`.
+    async fn spawn_either_era(&self) -> Result<Started, String> {
+        match self.spawn(ClientLifecycleMode::Initialize).await {
+            Ok(started) => Ok(started),
+            Err(Failure::Refused(first)) => {
+                let modern = ClientLifecycleMode::Discover {
+                    preferred_versions: vec![ProtocolVersion::LATEST],
+                };
+                self.spawn(modern).await.map_err(|second| match second {
+                    Failure::Refused(e) | Failure::Other(e) => {
+                        format!("{first}; through `server/discover`: {e}")
+                    }
+                })
+            }
+            Err(Failure::Other(e)) => Err(e),
+        }
+    }
+
+    async fn spawn(&self, lifecycle: ClientLifecycleMode) -> Result<Started, Failure> {
         let name = &self.spec.name;
         let mut cmd = tokio::process::Command::new(&self.spec.command);
         cmd.args(&self.spec.args);
@@ -156,10 +187,10 @@ impl Child {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| {
-                format!(
+                Failure::Other(format!(
                     "server `{name}` could not be started (`{}`): {e}",
                     self.spec.command
-                )
+                ))
             })?;
         if let Some(stderr) = stderr {
             tokio::spawn(copy_stderr(name.clone(), stderr));
@@ -168,38 +199,40 @@ impl Child {
             index: self.index,
             events: self.events.clone(),
         };
-        // Children of either protocol era: a server that answers
-        // `server/discover` is spoken to in its newest version, an older one
-        // through `initialize`.
-        let mut preferred = ProtocolVersion::KNOWN_VERSIONS.to_vec();
-        preferred.reverse();
-        let lifecycle = ClientLifecycleMode::Auto {
-            preferred_versions: preferred,
-            legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
-        };
         let started = async {
             let service = handler
                 .serve_with_lifecycle(process, lifecycle)
                 .await
-                .map_err(|e| format!("server `{name}` did not start: {e}"))?;
-            let tools = service
-                .peer()
-                .list_all_tools()
-                .await
-                .map_err(|e| format!("server `{name}` did not list its tools: {e}"))?;
+                .map_err(|e| {
+                    let refused = matches!(
+                        e,
+                        ClientInitializeError::JsonRpcError(_)
+                            | ClientInitializeError::NoCompatibleProtocolVersion { .. }
+                            | ClientInitializeError::ExpectedInitResult(_)
+                    );
+                    let text = format!("server `{name}` did not start: {e}");
+                    if refused {
+                        Failure::Refused(text)
+                    } else {
+                        Failure::Other(text)
+                    }
+                })?;
+            let tools = service.peer().list_all_tools().await.map_err(|e| {
+                Failure::Other(format!("server `{name}` did not list its tools: {e}"))
+            })?;
             let tools = tools
                 .iter()
                 .filter_map(|t| serde_json::to_value(t).ok())
                 .collect::<Vec<_>>();
-            Ok::<_, String>((service, tools))
+            Ok::<_, Failure>((service, tools))
         };
         tokio::time::timeout(self.start_timeout, started)
             .await
             .map_err(|_| {
-                format!(
+                Failure::Other(format!(
                     "server `{name}` did not start within {}",
                     secs(self.start_timeout)
-                )
+                ))
             })?
     }
 

@@ -16,8 +16,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
-    ServerConfig, Tool as McpTool,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ResultType,
+    ServerCapabilities, ServerConfig, Tool as McpTool,
 };
 use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -274,8 +274,15 @@ fn to_mcp_list(tools: &[std::borrow::Cow<'_, Tool>]) -> Vec<McpTool> {
 
 /// What a result needs for a client of `version`: before 2025-06-18 there
 /// is no `structuredContent`, so it is dropped, and its JSON becomes the text
-/// where the child gave no other content.
+/// where the child gave no other content; from 2026-07-28 on, `resultType`
+/// is required, and a child of an older version sent none. (rmcp drops the
+/// field itself for clients older than 2026-07-28.)
 fn bridge(mut result: CallToolResult, version: Option<&ProtocolVersion>) -> CallToolResult {
+    if version.is_some_and(|v| v.as_str() >= FIXED_LIST_SINCE.as_str())
+        && result.result_type.is_none()
+    {
+        result.result_type = Some(ResultType::COMPLETE);
+    }
     let old = version.is_some_and(|v| v.as_str() < STRUCTURED_SINCE.as_str());
     if old
         && let Some(structured) = result.structured_content.take()
@@ -361,6 +368,9 @@ mod tests {
         assert_eq!(old.content.len(), 1);
         let new = bridge(r.clone(), Some(&ProtocolVersion::V_2025_11_25));
         assert_eq!(new, r);
+        r.result_type = None;
+        let modern = bridge(r, Some(&ProtocolVersion::V_2026_07_28));
+        assert_eq!(modern.result_type, Some(ResultType::COMPLETE));
         assert!(notifies(Some(&ProtocolVersion::V_2025_11_25)));
         assert!(!notifies(Some(&ProtocolVersion::V_2026_07_28)));
     }

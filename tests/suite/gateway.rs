@@ -149,6 +149,14 @@ fn list_changed_falls_back_to_call_through_where_the_protocol_forbids_it() {
         "{}",
         g.stderr()
     );
+    // The child speaks 2025-11-25 and sends no `resultType`; this client
+    // requires one on every result.
+    let r = g.request(
+        "tools/call",
+        json!({"name": "fx__echo", "arguments": {}, "_meta": meta}),
+    );
+    assert_eq!(r["result"]["resultType"], "complete", "{r}");
+    assert_eq!(text(&r["result"]), "echo: {}");
 }
 
 #[test]

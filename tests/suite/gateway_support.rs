@@ -225,6 +225,11 @@ impl Gateway {
         }
     }
 
+    /// The gateway's process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        Some(self.child.id())
+    }
+
     pub fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()
     }
