@@ -6,8 +6,10 @@
 //!   never answers, `slow` answers after `FIXTURE_SLOW_MS` (default 200),
 //!   `fail` answers with an error result, `structured` answers with
 //!   `structuredContent`, `change` adds a tool `added` and sends
-//!   `notifications/tools/list_changed`; any other echoes its arguments.
+//!   `notifications/tools/list_changed`, `pid` answers its process id; any
+//!   other echoes its arguments.
 //! - `FIXTURE_EXIT_AT_START=1`: exit with status 1 before speaking.
+//! - `FIXTURE_HANG_AT_START=1`: never speak.
 //! - `FIXTURE_VERSIONS`: comma-separated protocol versions it supports.
 //! - `FIXTURE_LEGACY=1`: no `server/discover` (method not found), as servers
 //!   of the 2025 era answer: clients must fall back to `initialize`.
@@ -129,6 +131,7 @@ impl ServerHandler for Fixture {
                 let _ = context.peer.notify_tool_list_changed().await;
                 CallToolResult::success(text("change: added a tool".into()))
             }
+            "pid" => CallToolResult::success(text(std::process::id().to_string())),
             _ => CallToolResult::success(text(format!("{name}: {args}"))),
         };
         Ok(CallToolResponse::Complete(result))
@@ -150,6 +153,10 @@ async fn main() {
     if std::env::var("FIXTURE_EXIT_AT_START").as_deref() == Ok("1") {
         eprintln!("fixture: exiting at start, as asked");
         std::process::exit(1);
+    }
+    if std::env::var("FIXTURE_HANG_AT_START").as_deref() == Ok("1") {
+        eprintln!("fixture: hanging at start, as asked");
+        std::future::pending::<()>().await;
     }
     let mut tools = env_list("FIXTURE_TOOLS");
     if tools.is_empty() {

@@ -20,7 +20,7 @@ use rmcp::service::{
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient};
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::sync::{Mutex, mpsc};
 use tokio::time::Instant;
 
@@ -271,11 +271,7 @@ impl Child {
             if !gone(service) {
                 return Ok(service.peer().clone());
             }
-            *state = State::Down {
-                error: format!("server `{}` exited", self.name()),
-                failures: 1,
-                retry_at: Instant::now(),
-            };
+            *state = self.exited();
         }
         let State::Down {
             error, retry_at, ..
@@ -290,7 +286,12 @@ impl Child {
                 secs(*retry_at - now)
             ));
         }
-        self.start_locked(&mut state).await?;
+        eprintln!("note: restarting server `{}`", self.name());
+        if let Err(e) = self.start_locked(&mut state).await {
+            eprintln!("error: {e}");
+            return Err(e);
+        }
+        eprintln!("note: server `{}` restarted", self.name());
         let _ = self.events.send(Event::ToolsChanged(self.index));
         match &*state {
             State::Up(service) => Ok(service.peer().clone()),
@@ -315,8 +316,7 @@ impl Child {
             Ok(Ok(result)) => result,
             Ok(Err(e)) => {
                 if peer.is_transport_closed() {
-                    self.mark_down(format!("server `{}` exited", self.name()))
-                        .await;
+                    self.mark_down().await;
                 }
                 error_result(format!("server `{}` failed on `{tool}`: {e}", self.name()))
             }
@@ -328,14 +328,21 @@ impl Child {
         }
     }
 
-    async fn mark_down(&self, error: String) {
+    /// The state of a child found gone: the first restart is tried at once,
+    /// the back-off counts from there.
+    fn exited(&self) -> State {
+        eprintln!("warning: server `{}` exited", self.name());
+        State::Down {
+            error: format!("server `{}` exited", self.name()),
+            failures: 1,
+            retry_at: Instant::now(),
+        }
+    }
+
+    async fn mark_down(&self) {
         let mut state = self.state.lock().await;
         if matches!(&*state, State::Up(s) if gone(s)) {
-            *state = State::Down {
-                error,
-                failures: 1,
-                retry_at: Instant::now() + backoff(1),
-            };
+            *state = self.exited();
         }
     }
 
@@ -355,6 +362,10 @@ pub fn error_result(text: String) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(text)])
 }
 
+/// The longest piece of a child's standard error copied as one line: a
+/// child that never ends its line cannot make the gateway hold more.
+const STDERR_LINE_BYTES: u64 = 64 * 1024;
+
 /// Copies a child's standard error to ours, one whole line at a time, each
 /// prefixed with the server's name; bytes that are not UTF-8 are replaced.
 async fn copy_stderr(name: String, stderr: tokio::process::ChildStderr) {
@@ -362,7 +373,8 @@ async fn copy_stderr(name: String, stderr: tokio::process::ChildStderr) {
     let mut line = Vec::new();
     loop {
         line.clear();
-        match reader.read_until(b'\n', &mut line).await {
+        let mut piece = (&mut reader).take(STDERR_LINE_BYTES);
+        match piece.read_until(b'\n', &mut line).await {
             Ok(0) | Err(_) => break,
             Ok(_) => {
                 let text = String::from_utf8_lossy(&line);

@@ -52,11 +52,12 @@ pub fn reload(gateway: &Gateway) -> bool {
     true
 }
 
-/// Watches the policy file and SIGHUP until the task is dropped.
-pub async fn watch(gateway: Arc<Gateway>) {
+/// Watches the policy file and SIGHUP (from [`hangup_signal`], taken
+/// before the children start, so that a SIGHUP then does not end the
+/// gateway) until the task is dropped.
+pub async fn watch(gateway: Arc<Gateway>, mut hangup: Hangup) {
     let path = gateway.options.policy_path.clone();
     let mut last = stamp(&path);
-    let mut hangup = hangup_signal();
     let mut tick = tokio::time::interval(POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -72,18 +73,21 @@ pub async fn watch(gateway: Arc<Gateway>) {
     }
 }
 
+/// SIGHUP's stream, where there is one.
 #[cfg(unix)]
-type Hangup = Option<tokio::signal::unix::Signal>;
+pub type Hangup = Option<tokio::signal::unix::Signal>;
 #[cfg(not(unix))]
-type Hangup = Option<()>;
+pub type Hangup = Option<()>;
 
+/// Starts catching SIGHUP.
 #[cfg(unix)]
-fn hangup_signal() -> Hangup {
+pub fn hangup_signal() -> Hangup {
     tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok()
 }
 
+/// Starts catching SIGHUP.
 #[cfg(not(unix))]
-fn hangup_signal() -> Hangup {
+pub fn hangup_signal() -> Hangup {
     None
 }
 

@@ -376,4 +376,14 @@ mod tests {
         let f = ok(r#"{"mcpServers": {"off": {"command": "x", "disabled": true, "timeout": 5}}}"#);
         assert!(f.servers.is_empty());
     }
+
+    proptest::proptest! {
+        /// Whatever a servers file holds, reading it answers, never panics.
+        #[test]
+        fn any_text_is_read_or_refused(text in "[{}\\[\\]\":, a-z_0-9.-]{0,80}") {
+            let _ = parse(&text, Path::new("/base"));
+            let doc = format!("{{\"mcpServers\": {{{text}}}}}");
+            let _ = parse(&doc, Path::new("/base"));
+        }
+    }
 }

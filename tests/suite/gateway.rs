@@ -220,6 +220,9 @@ fn a_child_that_crashes_is_named_and_restarted_on_demand() {
     }
     assert_eq!(text(&last), "echo: {}", "{}", g.stderr());
     assert!(g.wait_stderr("[fx] fixture up", 2));
+    let err = g.stderr();
+    assert!(err.contains("warning: server `fx` exited"), "{err}");
+    assert!(err.contains("note: server `fx` restarted"), "{err}");
 }
 
 #[test]
@@ -424,4 +427,92 @@ fn dry_run_reports_servers_the_list_and_its_tokens() {
     assert_eq!(v["hidden"], json!(1));
     assert!(v["tokens"]["listed"].as_u64().unwrap() > 0);
     assert!(v["tokens"]["all_declared"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn a_child_that_does_not_start_in_time_is_reported_and_the_others_served() {
+    let dir = temp_dir("slowstart");
+    let (p, s) = files(
+        &dir,
+        "NoDefer(*)\n",
+        &[
+            ("stuck", fixture("echo", &[("FIXTURE_HANG_AT_START", "1")])),
+            ("up", fixture("echo", &[])),
+        ],
+    );
+    let t0 = Instant::now();
+    let (code, out, err) = run_to_end(&[
+        "--policy",
+        p.to_str().unwrap(),
+        "--servers",
+        s.to_str().unwrap(),
+        "--start-timeout",
+        "0.5",
+        "--dry-run",
+    ]);
+    assert!(t0.elapsed() < Duration::from_secs(10));
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        out.contains("  stuck: failed: server `stuck` did not start within 0.5 s\n  up: 1 tools\n"),
+        "{out}"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn sighup_rereads_the_policy() {
+    let dir = temp_dir("hup");
+    let (p, s) = files(&dir, POLICY, &[("fx", fixture(TOOLS, &[]))]);
+    let mut g = Gateway::connect(
+        &[
+            "--policy",
+            p.to_str().unwrap(),
+            "--servers",
+            s.to_str().unwrap(),
+        ],
+        "2025-11-25",
+    );
+    g.list();
+    let pid = g.pid().unwrap().to_string();
+    let status = std::process::Command::new("kill")
+        .args(["-HUP", &pid])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(g.wait_stderr("note: reloaded", 1), "{}", g.stderr());
+    assert!(g.wait_list_changed(DEADLINE));
+}
+
+#[cfg(unix)]
+#[test]
+fn a_child_killed_from_outside_is_restarted_on_the_next_call() {
+    let dir = temp_dir("killed");
+    let (p, s) = files(&dir, "NoDefer(*)\n", &[("fx", fixture("echo,pid", &[]))]);
+    let mut g = Gateway::connect(
+        &[
+            "--policy",
+            p.to_str().unwrap(),
+            "--servers",
+            s.to_str().unwrap(),
+        ],
+        "2025-11-25",
+    );
+    let pid = text(&g.call("fx__pid", json!({})));
+    let status = std::process::Command::new("kill")
+        .args(["-KILL", &pid])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let until = Instant::now() + DEADLINE;
+    let mut last = json!(null);
+    while Instant::now() < until {
+        last = g.call("fx__pid", json!({}));
+        if !is_error(&last) {
+            break;
+        }
+        assert!(text(&last).contains("server `fx`"), "{last}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!is_error(&last), "{last}\n{}", g.stderr());
+    assert_ne!(text(&last), pid);
 }

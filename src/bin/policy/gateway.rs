@@ -142,6 +142,7 @@ async fn serve(
     dry_run: bool,
     format: Format,
 ) -> Result<ExitCode, CliError> {
+    let hangup = gateway::reload::hangup_signal();
     let (gw, started, events) = Gateway::start(options, policy, servers).await;
     for (child, result) in gw.children.iter().zip(&started) {
         match result {
@@ -163,7 +164,7 @@ async fn serve(
         });
     }
     tokio::spawn(Arc::clone(&gw).follow(events));
-    tokio::spawn(gateway::reload::watch(Arc::clone(&gw)));
+    tokio::spawn(gateway::reload::watch(Arc::clone(&gw), hangup));
     let connection =
         Connection::new(Arc::clone(&gw), gw.options.context.clone()).map_err(CliError::Usage)?;
     let running = connection
