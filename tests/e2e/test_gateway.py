@@ -265,6 +265,7 @@ class Eras:
             ok, text = await outcome(gw.client, "memory__read_graph")
             self.assertTrue(ok, f"an activated tool is called by its name: {text}")
             if self.era == LEGACY:
+                self.assertNotIn("call_tool", before, "loaded tools join the list itself")
                 await eventually(
                     lambda: "notifications/tools/list_changed" in gw.notifications,
                     "notifications/tools/list_changed",
@@ -273,6 +274,10 @@ class Eras:
                 self.assertEqual(after[: len(before)], before, "activations only append")
                 self.assertIn("memory__read_graph", after[len(before) :])
             else:
+                # 2026-07-28 forbids the list changing as a side effect of a
+                # request: such a client is served call exposure.
+                self.assertIn("call_tool", before)
+                self.assertEqual(await listed(gw.client), before)
                 self.assertNotIn("notifications/tools/list_changed", gw.notifications)
             self.assert_clean(gw)
 
