@@ -17,9 +17,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     JsonObject, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ResultType,
-    ServerCapabilities, ServerConfig, Tool as McpTool,
+    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool as McpTool,
 };
-use rmcp::service::{Peer, RequestContext};
+use rmcp::service::{Peer, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
 
@@ -324,6 +324,34 @@ impl ServerHandler for Connection {
         Ok(ListToolsResult::with_all_items(tools.as_ref().clone()))
     }
 
+    /// A client of 2026-07-28 or later hears of changes on a
+    /// `subscriptions/listen` stream; only the tool list changes here.
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        (requested.tools_list_changed == Some(true))
+            .then(|| SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    /// The stream: one `notifications/tools/list_changed` at every policy or
+    /// registry reload (never as a side effect of a request), until the
+    /// client cancels it.
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let mut generation = self.gateway.generation();
+        generation.borrow_and_update();
+        loop {
+            tokio::select! {
+                _ = context.cancelled() => return Ok(()),
+                changed = generation.changed() => {
+                    if changed.is_err() || context.sink().notify_tool_list_changed().await.is_err() {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
@@ -358,6 +386,15 @@ pub async fn tell_reloads(gateway: Arc<Gateway>, peer: Peer<RoleServer>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A connection's own state beside its session and its cached list
+    /// (README, "Choices": the per-connection memory).
+    #[test]
+    fn a_connection_is_small() {
+        let inline = std::mem::size_of::<Connection>();
+        eprintln!("a connection: {inline} bytes inline");
+        assert!(inline <= 256, "{inline} bytes");
+    }
 
     #[test]
     fn structured_content_is_bridged_for_older_clients() {

@@ -26,7 +26,7 @@ fn gateway(tag: &str, policy: &str, extra: &[&str], version: &str) -> Gateway {
         s.to_str().unwrap(),
     ];
     args.extend_from_slice(extra);
-    Gateway::connect(&args, version)
+    Gateway::connect(&args, version).holding(dir)
 }
 
 #[test]
@@ -515,4 +515,41 @@ fn a_child_killed_from_outside_is_restarted_on_the_next_call() {
     }
     assert!(!is_error(&last), "{last}\n{}", g.stderr());
     assert_ne!(text(&last), pid);
+}
+
+#[test]
+fn clients_of_2026_hear_of_reloads_on_their_subscription_stream() {
+    let dir = temp_dir("listen");
+    let (p, s) = files(&dir, POLICY, &[("fx", fixture(TOOLS, &[]))]);
+    let mut g = Gateway::spawn(&[
+        "--policy",
+        p.to_str().unwrap(),
+        "--servers",
+        s.to_str().unwrap(),
+    ]);
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "suite", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    let d = g.request("server/discover", json!({"_meta": meta}));
+    assert!(d.get("result").is_some(), "{d}");
+    g.send(
+        &json!({"jsonrpc": "2.0", "id": 99, "method": "subscriptions/listen",
+                   "params": {"_meta": meta, "notifications": {"toolsListChanged": true}}}),
+    );
+    // A search activates a tool: a side effect of a request, never announced.
+    let r = g.request(
+        "tools/call",
+        json!({"name": "tool_search", "arguments": {"query": "", "names": ["fx__slow"]}, "_meta": meta}),
+    );
+    assert!(text(&r["result"]).contains("fx__slow"), "{r}");
+    assert!(!g.wait_list_changed(Duration::from_millis(500)));
+    std::fs::write(&p, format!("NoDefer(fx__slow)\n{POLICY}")).unwrap();
+    assert!(
+        g.wait_list_changed(DEADLINE),
+        "{:?}\n{}",
+        g.notifications,
+        g.stderr()
+    );
 }

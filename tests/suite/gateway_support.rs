@@ -38,8 +38,23 @@ pub fn fixture_bin() -> PathBuf {
     bin
 }
 
-/// A fresh folder for one test's files.
-pub fn temp_dir(tag: &str) -> PathBuf {
+/// A fresh folder for one test's files, removed when dropped.
+pub struct TempDir(PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub fn temp_dir(tag: &str) -> TempDir {
     static N: AtomicUsize = AtomicUsize::new(0);
     let dir = std::env::temp_dir().join(format!(
         "toolpolicy-gateway-{}-{}-{tag}",
@@ -48,7 +63,7 @@ pub fn temp_dir(tag: &str) -> PathBuf {
     ));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    TempDir(dir)
 }
 
 /// A servers entry that runs the fixture with these tools and extra environment.
@@ -87,6 +102,8 @@ pub struct Gateway {
     /// Notifications received while waiting for responses.
     pub notifications: Vec<Value>,
     next_id: u64,
+    /// The folder of the gateway's files, removed after the gateway ends.
+    dir: Option<TempDir>,
 }
 
 impl Gateway {
@@ -128,7 +145,14 @@ impl Gateway {
             stderr,
             notifications: Vec::new(),
             next_id: 1,
+            dir: None,
         }
+    }
+
+    /// Keeps `dir` until the gateway has ended.
+    pub fn holding(mut self, dir: TempDir) -> Gateway {
+        self.dir = Some(dir);
+        self
     }
 
     /// Starts the gateway and completes the `initialize` handshake at `version`.
@@ -264,6 +288,7 @@ impl Drop for Gateway {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        drop(self.dir.take());
     }
 }
 
