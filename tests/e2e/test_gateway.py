@@ -1,0 +1,449 @@
+"""`policy gateway` in front of real MCP servers, driven by the official
+Python MCP client in both protocol eras (SPEC 5.1, 5.2).
+
+Run with the venv tests/e2e/install made:
+    target/e2e/venv/bin/python tests/e2e/test_gateway.py [-k PATTERN]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+import time
+import unittest
+
+import anyio
+
+import harness
+from harness import LEGACY, MODERN, gateway, real_servers, script_server
+
+# The policy the tests run under: echo and the current time are declared,
+# the environment dump and the writing tools are hidden, the rest deferred.
+POLICY = """\
+NoDefer(everything__echo, time__get_current_time)
+Hide(everything__get-env, filesystem__write_file, filesystem__move_file, git__git_reset)
+Defer(*)
+"""
+
+# The list a client sees under POLICY with every real server (call exposure):
+# search tool, call-through tool, then the active tools in registry order.
+LISTED = ["tool_search", "call_tool", "everything__echo", "time__get_current_time"]
+
+# A child that records each start and can be told to die or to hang.
+FAULTY_SERVER = """\
+import os, sys, anyio
+from mcp.server.mcpserver import MCPServer
+
+with open(sys.argv[1], "a") as pids:
+    pids.write(f"{os.getpid()}\\n")
+app = MCPServer("faulty")
+
+@app.tool()
+def ping() -> str:
+    \"\"\"Answer pong.\"\"\"
+    return "pong"
+
+@app.tool()
+def crash() -> str:
+    \"\"\"Exit at once, without an answer.\"\"\"
+    sys.stderr.write("faulty: crashing on purpose\\n")
+    os._exit(3)
+
+@app.tool()
+async def hang() -> str:
+    \"\"\"Never answer.\"\"\"
+    await anyio.sleep(3600)
+    return "late"
+
+app.run()
+"""
+
+FAULTY_POLICY = "NoDefer(faulty__*, everything__echo)\n"
+
+
+def text_of(result) -> str:
+    return "\n".join(getattr(c, "text", "") for c in result.content)
+
+
+async def outcome(client, name: str, arguments: dict | None = None) -> tuple[bool, str]:
+    """A tool call's success and the text the model would read: an error
+    result and a protocol error both count as failure."""
+    from mcp.shared.exceptions import MCPError
+
+    try:
+        with anyio.fail_after(harness.CALL_TIMEOUT):
+            result = await client.call_tool(name, arguments or {})
+    except MCPError as e:
+        return False, str(e)
+    return not result.is_error, text_of(result)
+
+
+async def through(client, name: str, arguments: dict | None = None) -> tuple[bool, str]:
+    """A call through the call-through tool."""
+    payload: dict = {"name": name}
+    if arguments is not None:
+        payload["arguments"] = arguments
+    return await outcome(client, "call_tool", payload)
+
+
+async def listed(client) -> list[str]:
+    with anyio.fail_after(harness.CALL_TIMEOUT):
+        return [t.name for t in (await client.list_tools()).tools]
+
+
+async def eventually(probe, what: str, timeout: float = harness.POLL_TIMEOUT) -> None:
+    """Polls `probe` until it holds; fails after `timeout`. The probe returns
+    a bool, or a `(bool, detail)` pair whose last detail the failure shows,
+    or an awaitable of either."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if hasattr(last, "__await__"):
+            last = await last
+        if last[0] if isinstance(last, tuple) else last:
+            return
+        await anyio.sleep(0.25)
+    raise AssertionError(f"{what}: not within {timeout}s (last: {last!r})")
+
+
+async def refuses(client, name: str) -> bool:
+    return not (await outcome(client, name, {"message": "probe"}))[0]
+
+
+class Case(unittest.IsolatedAsyncioTestCase):
+    """One test case; subclasses set the client's era."""
+
+    era = LEGACY
+
+    async def asyncSetUp(self) -> None:
+        # The test loop runs in debug mode; its slow-callback notes are noise here.
+        asyncio.get_running_loop().slow_callback_duration = 60
+
+    def setUp(self) -> None:
+        harness.require_parts(self)
+        self.work = harness.WorkDir()
+        self.addCleanup(self.work.close)
+
+    def connect(self, servers=None, policy: str = POLICY, args=()):
+        """A connection to the gateway in front of `servers`, by default the
+        two quick-starting npm servers most cases need."""
+        servers = servers or real_servers(self.work.path, ["everything", "memory"])
+        return gateway(self.work.path, self.era, servers, policy, args)
+
+    def assert_not_found(self, result: tuple[bool, str], name: str) -> None:
+        ok, text = result
+        self.assertFalse(ok, f"`{name}` was reached: {text}")
+        self.assertIn("not found", text.lower())
+
+    def assert_clean(self, gw) -> None:
+        self.assertEqual(gw.stray, [], "the gateway printed something other than protocol messages")
+
+
+class Eras:
+    """Cases that run once per protocol era (mixed into Case subclasses)."""
+
+    async def test_negotiates_the_clients_era(self):
+        async with self.connect() as gw:
+            self.assertEqual(gw.client.protocol_version, harness.ERA_VERSIONS[self.era])
+
+    async def test_list_holds_the_plan_and_the_call_through_tool(self):
+        async with self.connect(real_servers(self.work.path)) as gw:
+            self.assertEqual(await listed(gw.client), LISTED)
+            tools = {t.name: t for t in (await gw.client.list_tools()).tools}
+            self.assertIn("timezone", tools["time__get_current_time"].input_schema["properties"])
+            search = tools["tool_search"]
+            self.assertIn("memory__create_entities", search.description, "the catalog is in the description")
+            self.assertNotIn("get-env", search.description)
+            self.assert_clean(gw)
+
+    async def test_search_activates_and_returns_schemas_without_changing_the_list(self):
+        async with self.connect() as gw:
+            before = await listed(gw.client)
+            ok, text = await outcome(
+                gw.client, "tool_search", {"query": "create entities in the knowledge graph"}
+            )
+            self.assertTrue(ok, text)
+            self.assertIn("`memory__create_entities`", text)
+            self.assertIn('"entities"', text, "the loaded tool's parameter schema")
+            self.assertEqual(await listed(gw.client), before, "call exposure never changes the list")
+            entity = {"name": "gateway", "entityType": "program", "observations": ["runs in e2e"]}
+            ok, text = await through(gw.client, "memory__create_entities", {"entities": [entity]})
+            self.assertTrue(ok, text)
+            ok, text = await outcome(gw.client, "tool_search", {"query": "", "names": ["memory__read_graph"]})
+            self.assertTrue(ok, text)
+            ok, text = await through(gw.client, "memory__read_graph", {})
+            self.assertTrue(ok, text)
+            self.assertIn("runs in e2e", text)
+            self.assert_clean(gw)
+
+    async def test_call_through_reaches_every_kind_of_real_child(self):
+        files = self.work.path / "files"
+        files.mkdir(exist_ok=True)
+        (files / "note.txt").write_text("hello from the e2e folder\n")
+        async with self.connect(real_servers(self.work.path)) as gw:
+            names = ["filesystem__read_text_file", "git__git_status"]
+            ok, text = await outcome(gw.client, "tool_search", {"query": "", "names": names})
+            self.assertTrue(ok, text)
+            ok, text = await through(gw.client, "everything__echo", {"message": "through"})
+            self.assertTrue(ok, text)
+            self.assertIn("through", text)
+            ok, text = await through(gw.client, "time__get_current_time", {"timezone": "UTC"})
+            self.assertTrue(ok, text)
+            self.assertIn("UTC", text)
+            path = str(files / "note.txt")
+            ok, text = await through(gw.client, "filesystem__read_text_file", {"path": path})
+            self.assertTrue(ok, text)
+            self.assertIn("hello from the e2e folder", text)
+            repo = str(self.work.path / "repo")
+            ok, text = await through(gw.client, "git__git_status", {"repo_path": repo})
+            self.assertTrue(ok, text)
+            self.assertIn("branch", text.lower())
+            self.assert_clean(gw)
+
+    async def test_direct_call_of_an_active_tool(self):
+        async with self.connect(real_servers(self.work.path, ["everything", "time"])) as gw:
+            ok, text = await outcome(gw.client, "everything__echo", {"message": "direct"})
+            self.assertTrue(ok, text)
+            self.assertIn("direct", text)
+            with anyio.fail_after(harness.CALL_TIMEOUT):
+                result = await gw.client.call_tool("time__get_current_time", {"timezone": "Europe/Paris"})
+            self.assertFalse(result.is_error, text_of(result))
+            self.assertIn("Europe/Paris", text_of(result))
+            self.assert_clean(gw)
+
+    async def test_hidden_tool_is_refused_on_every_path_like_an_unknown_one(self):
+        async with self.connect() as gw:
+            self.assertNotIn("everything__get-env", await listed(gw.client))
+            ok, text = await outcome(gw.client, "tool_search", {"query": "print environment variables"})
+            self.assertNotIn("get-env", text)
+            ok, text = await outcome(gw.client, "tool_search", {"query": "", "names": ["everything__get-env"]})
+            self.assertNotIn("Loaded", text)
+            attempts = {
+                "by its full name": await outcome(gw.client, "everything__get-env"),
+                "through call_tool": await through(gw.client, "everything__get-env", {}),
+                "by the child's own name": await outcome(gw.client, "get-env"),
+                "by the child's own name through call_tool": await through(gw.client, "get-env", {}),
+            }
+            for how, result in attempts.items():
+                with self.subTest(how=how):
+                    self.assert_not_found(result, "everything__get-env")
+            hidden = attempts["through call_tool"][1].replace("everything__get-env", "NAME")
+            unknown = (await through(gw.client, "everything__nosuch", {}))[1]
+            self.assertEqual(hidden, unknown.replace("everything__nosuch", "NAME"), "a hidden tool reads as unknown")
+            self.assert_clean(gw)
+
+    async def test_unknown_tool_is_not_found(self):
+        async with self.connect() as gw:
+            self.assert_not_found(await outcome(gw.client, "nosuch__tool"), "nosuch__tool")
+            self.assert_not_found(await through(gw.client, "nosuch__tool", {}), "nosuch__tool")
+            self.assert_not_found(await through(gw.client, "", {}), "")
+            self.assert_clean(gw)
+
+    async def test_deferred_tool_before_activation_follows_on_miss_activate(self):
+        async with self.connect() as gw:
+            self.assert_not_found(await through(gw.client, "memory__read_graph", {}), "memory__read_graph")
+            ok, text = await through(gw.client, "memory__read_graph", {})
+            self.assertTrue(ok, f"on_miss activate loads it for the next step: {text}")
+
+    async def test_deferred_tool_before_activation_follows_on_miss_error(self):
+        async with self.connect(policy='on_miss = "error"\n' + POLICY) as gw:
+            for _ in range(2):
+                self.assert_not_found(await through(gw.client, "memory__read_graph", {}), "memory__read_graph")
+            self.assert_not_found(await outcome(gw.client, "memory__read_graph"), "memory__read_graph")
+
+    async def test_list_changed_exposure_appends_activated_tools(self):
+        async with self.connect(args=["--exposure", "list-changed"]) as gw:
+            before = await listed(gw.client)
+            self.assertIn("tool_search", before)
+            self.assertNotIn("memory__read_graph", before)
+            ok, text = await outcome(gw.client, "tool_search", {"query": "", "names": ["memory__read_graph"]})
+            self.assertTrue(ok, text)
+            ok, text = await outcome(gw.client, "memory__read_graph")
+            self.assertTrue(ok, f"an activated tool is called by its name: {text}")
+            if self.era == LEGACY:
+                self.assertNotIn("call_tool", before, "loaded tools join the list itself")
+                await eventually(
+                    lambda: "notifications/tools/list_changed" in gw.notifications,
+                    "notifications/tools/list_changed",
+                )
+                after = await listed(gw.client)
+                self.assertEqual(after[: len(before)], before, "activations only append")
+                self.assertIn("memory__read_graph", after[len(before) :])
+            else:
+                # 2026-07-28 forbids the list changing as a side effect of a
+                # request: such a client is served call exposure.
+                self.assertIn("call_tool", before)
+                self.assertEqual(await listed(gw.client), before)
+                self.assertNotIn("notifications/tools/list_changed", gw.notifications)
+            self.assert_clean(gw)
+
+    async def test_child_crash_is_an_error_naming_it_then_a_restart(self):
+        servers = {"faulty": script_server(self.work.path, "faulty", FAULTY_SERVER)}
+        servers.update(real_servers(self.work.path, ["everything"]))
+        async with self.connect(servers, FAULTY_POLICY) as gw:
+            self.assertEqual(await outcome(gw.client, "faulty__ping"), (True, "pong"))
+            ok, text = await outcome(gw.client, "faulty__crash")
+            self.assertFalse(ok)
+            self.assertIn("faulty", text)
+            ok, text = await outcome(gw.client, "everything__echo", {"message": "still here"})
+            self.assertTrue(ok, f"the other children are served: {text}")
+            await eventually(lambda: outcome(gw.client, "faulty__ping"), "faulty restarted on demand")
+            self.assertEqual(len(self.pids("faulty")), 2, "one restart")
+            self.assertIn("faulty", gw.stderr_text(), "the child's stderr, prefixed")
+            self.assert_clean(gw)
+
+    async def test_child_killed_from_outside_is_restarted(self):
+        servers = {"faulty": script_server(self.work.path, "faulty", FAULTY_SERVER)}
+        async with self.connect(servers, FAULTY_POLICY) as gw:
+            self.assertEqual(await outcome(gw.client, "faulty__ping"), (True, "pong"))
+            os.kill(self.pids("faulty")[0], signal.SIGKILL)
+            await eventually(lambda: outcome(gw.client, "faulty__ping"), "faulty restarted after a kill")
+            self.assertEqual(len(self.pids("faulty")), 2)
+
+    async def test_child_hang_is_cut_off_by_the_call_timeout(self):
+        servers = {"faulty": script_server(self.work.path, "faulty", FAULTY_SERVER)}
+        servers.update(real_servers(self.work.path, ["everything"]))
+        async with self.connect(servers, FAULTY_POLICY, ["--call-timeout", "2"]) as gw:
+            started = time.monotonic()
+            ok, text = await outcome(gw.client, "faulty__hang")
+            took = time.monotonic() - started
+            self.assertFalse(ok, text)
+            self.assertIn("faulty", text)
+            self.assertLess(took, 10, "cut off near the 2 s timeout")
+            ok, text = await outcome(gw.client, "everything__echo", {"message": "after the hang"})
+            self.assertTrue(ok, text)
+            await eventually(lambda: outcome(gw.client, "faulty__ping"), "the hung child answers again")
+            self.assert_clean(gw)
+
+    async def test_child_that_fails_to_start_leaves_the_others_served(self):
+        servers = {"broken": {"command": str(self.work.path / "no-such-server")}}
+        servers.update(real_servers(self.work.path, ["everything", "time"]))
+        async with self.connect(servers) as gw:
+            self.assertEqual(await listed(gw.client), LISTED)
+            ok, text = await outcome(gw.client, "everything__echo", {"message": "served"})
+            self.assertTrue(ok, text)
+            self.assertIn("broken", gw.stderr_text())
+            self.assert_clean(gw)
+
+    async def test_policy_reload_good_and_bad(self):
+        async with self.connect() as gw:
+            self.assertTrue((await outcome(gw.client, "everything__echo", {"message": "1"}))[0])
+            gw.policy.write_text("NoDefer(everything__echo\n")
+            await eventually(
+                lambda: "gateway.policy" in gw.stderr_text(),
+                "a failed reload logs its diagnostics",
+            )
+            ok, text = await outcome(gw.client, "everything__echo", {"message": "2"})
+            self.assertTrue(ok, f"the last good policy holds: {text}")
+            gw.policy.write_text("Hide(everything__echo)\n" + POLICY)
+            await eventually(
+                lambda: refuses(gw.client, "everything__echo"),
+                "a good reload hides everything__echo",
+            )
+            self.assert_not_found(await outcome(gw.client, "everything__echo", {"message": "3"}), "echo")
+            self.assert_not_found(await through(gw.client, "everything__echo", {"message": "4"}), "echo")
+            self.assert_clean(gw)
+
+    async def test_sighup_rereads_the_policy(self):
+        async with self.connect() as gw:
+            self.assertTrue((await outcome(gw.client, "everything__echo", {"message": "1"}))[0])
+            gw.policy.write_text("Hide(everything__echo)\n" + POLICY)
+            for pid in harness.gateway_pids(str(self.work.path)):
+                os.kill(pid, signal.SIGHUP)
+            await eventually(
+                lambda: refuses(gw.client, "everything__echo"),
+                "SIGHUP reloads the policy",
+            )
+
+    def pids(self, name: str) -> list[int]:
+        path = self.work.path / f"{name}.pids"
+        return [int(line) for line in path.read_text().split()] if path.exists() else []
+
+
+class Files(Case):
+    """Bad input is refused before anything is served, and `--dry-run`
+    reports on the real servers; neither depends on the client's era."""
+
+    def write(self, name: str, text: str) -> str:
+        path = self.work.path / name
+        path.write_text(text)
+        return str(path)
+
+    def gateway_run(self, servers_text: str, policy: str = POLICY, *extra: str):
+        servers = self.write("servers.json", servers_text)
+        policy_path = self.write("gateway.policy", policy)
+        return harness.run_policy(
+            "gateway", "--policy", policy_path, "--servers", servers, *extra, cwd=self.work.path
+        )
+
+    def test_bad_servers_file_is_exit_2_naming_the_file(self):
+        entry = json.dumps({"mcpServers": {"time": {"args": []}}})
+        cases = {
+            "not json": "{\"mcpServers\": {",
+            "no servers map": "{\"tools\": []}",
+            "a server without a command": entry,
+            "a command that is not a string": json.dumps({"mcpServers": {"x": {"command": 7}}}),
+        }
+        for what, text in cases.items():
+            with self.subTest(what):
+                run = self.gateway_run(text)
+                self.assertEqual(run.returncode, 2, run.stderr)
+                self.assertEqual(run.stdout, "", "nothing but protocol messages on stdout")
+                self.assertIn("servers.json", run.stderr)
+        run = harness.run_policy(
+            "gateway", "--policy", self.write("gateway.policy", POLICY),
+            "--servers", str(self.work.path / "absent.json"), cwd=self.work.path,
+        )
+        self.assertEqual(run.returncode, 2, run.stderr)
+        self.assertIn("absent.json", run.stderr)
+
+    def test_bad_policy_is_exit_1_with_its_position(self):
+        servers = json.dumps({"mcpServers": real_servers(self.work.path, ["time"])})
+        run = self.gateway_run(servers, "NoDefer(time__get_current_time\n")
+        self.assertEqual(run.returncode, 1, run.stderr)
+        self.assertEqual(run.stdout, "")
+        self.assertRegex(run.stderr, r"gateway\.policy:\d+:\d+")
+
+    def test_dry_run_counts_each_servers_tools_and_measures_the_plan(self):
+        servers = json.dumps({"mcpServers": real_servers(self.work.path)})
+        run = self.gateway_run(servers, POLICY, "--dry-run")
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        counts = {"everything": 13, "memory": 9, "filesystem": 14, "time": 2, "git": 12}
+        lines = run.stdout.splitlines()
+        for server, count in counts.items():
+            with self.subTest(server):
+                self.assertTrue(
+                    any(server in line and str(count) in line for line in lines),
+                    f"no line gives {server}'s {count} tools:\n{run.stdout}",
+                )
+        self.assertIn("token", run.stdout.lower())
+        self.assertNotIn("everything__get-env", run.stdout)
+
+    def test_dry_run_takes_vs_codes_servers_shape(self):
+        servers = json.dumps({"servers": real_servers(self.work.path, ["time"])})
+        run = self.gateway_run(servers, POLICY, "--dry-run")
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertIn("time", run.stdout)
+
+    def test_dry_run_with_a_child_that_fails_is_exit_1(self):
+        servers = real_servers(self.work.path, ["time"])
+        servers["broken"] = {"command": str(self.work.path / "no-such-server")}
+        run = self.gateway_run(json.dumps({"mcpServers": servers}), POLICY, "--dry-run")
+        self.assertEqual(run.returncode, 1, run.stderr)
+        self.assertIn("broken", run.stdout + run.stderr)
+
+
+class LegacyEra(Eras, Case):
+    era = LEGACY
+
+
+class ModernEra(Eras, Case):
+    era = MODERN
+
+
+if __name__ == "__main__":
+    sys.exit(harness.main(sys.modules[__name__]))
