@@ -3,9 +3,10 @@
 //! definitions in the generic `{name, description, parameters}` shape with
 //! every other field the registry entry carries.
 
+use napi::bindgen_prelude::{Function, JsObjectValue, Object};
+use napi::{Env, JSON, Result};
 use napi_derive::napi;
 use serde_json::Value;
-use toolpolicy::Plan;
 use toolpolicy::runtime::{ActivationResult, CallOutcome};
 
 /// The meter (SPEC 3.2): a quarter token per character.
@@ -21,60 +22,18 @@ pub struct Tokens {
     pub all_declared: i64,
 }
 
-/// One turn's plan (SPEC 3.2), the `plan` JSON contract with `declared` as
-/// definitions.
-#[napi(object)]
-#[derive(serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PlanResult {
-    /// Guards, search tools, active tools, then activated tools in
-    /// first-activation order.
-    #[napi(ts_type = "Array<ToolDefinition>")]
-    pub declared: Vec<Value>,
-    /// Deferred by policy and not activated, in registry order.
-    pub deferred: Vec<String>,
-    pub hidden: Vec<String>,
-    /// The activated tools the plan declares, in first-activation order.
-    pub activated: Vec<String>,
-    /// The `# On-demand tools` text; empty when nothing is deferred.
-    pub catalog: String,
-    pub skills: Vec<String>,
-    /// The `<available_skills>` block; empty when no skill is listed.
-    pub skills_block: String,
-    /// The search tool the model is told about, while anything is deferred.
-    pub search_tool: Option<String>,
-    pub tokens: Tokens,
-}
-
 fn int(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-fn names<'a>(tools: impl Iterator<Item = &'a toolpolicy::Tool>) -> Vec<String> {
-    tools.map(|t| t.name.clone()).collect()
-}
-
-impl PlanResult {
-    /// The plan with `declared` as given (the binding passes `null`s that
-    /// JavaScript fills with cached definition objects).
-    pub fn new(plan: &Plan, declared: Vec<Value>) -> PlanResult {
-        let t = plan.tokens();
-        PlanResult {
-            declared,
-            deferred: names(plan.deferred()),
-            hidden: names(plan.hidden()),
-            activated: names(plan.activated()),
-            catalog: plan.catalog().to_string(),
-            skills: plan.skills().map(|s| s.name.clone()).collect(),
-            skills_block: plan.skills_block().to_string(),
-            search_tool: plan.search_tool_name().map(str::to_string),
-            tokens: Tokens {
-                declared: int(t.declared),
-                catalog: int(t.catalog),
-                skills: int(t.skills),
-                total: int(t.total),
-                all_declared: int(t.all_declared),
-            },
+impl From<toolpolicy::runtime::Tokens> for Tokens {
+    fn from(t: toolpolicy::runtime::Tokens) -> Tokens {
+        Tokens {
+            declared: int(t.declared),
+            catalog: int(t.catalog),
+            skills: int(t.skills),
+            total: int(t.total),
+            all_declared: int(t.all_declared),
         }
     }
 }
@@ -82,6 +41,8 @@ impl PlanResult {
 /// What a search or load did (the `search` JSON contract) and the text the
 /// model reads as the tool's result.
 #[napi(object)]
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct SearchResult {
     /// Declared from the next step, in activation order.
     pub activated: Vec<String>,
@@ -96,7 +57,23 @@ pub struct SearchResult {
     /// `ok`, `error`, `interrupted` or `missing`: anything but `ok` activated nothing.
     pub status: String,
     /// The tool result to give the model.
+    #[serde(skip)]
     pub text: String,
+}
+
+impl SearchResult {
+    /// The result as a JavaScript object. Its names cross as JSON text that
+    /// V8 parses, a fraction of the cost of making each array and string
+    /// through N-API; the text, the longest part, crosses as it is.
+    pub fn into_js<'e>(self, env: &'e Env) -> Result<Object<'e>> {
+        let json: JSON = env.get_global()?.get_named_property_unchecked("JSON")?;
+        let parse: Function<String, Object> = json.get_named_property("parse")?;
+        let text =
+            serde_json::to_string(&self).map_err(|e| napi::Error::from_reason(e.to_string()))?;
+        let mut obj = parse.call(text)?;
+        obj.set_named_property("text", self.text)?;
+        Ok(obj)
+    }
 }
 
 impl From<ActivationResult> for SearchResult {

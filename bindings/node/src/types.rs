@@ -17,6 +17,29 @@ pub struct ToolDefinition {
     pub parameters: Value,
 }
 
+/// One turn's plan (SPEC 3.2), the `plan` JSON contract with `declared` as
+/// definitions. Put together in JavaScript (see `cache.rs`).
+#[napi(object)]
+pub struct PlanResult {
+    /// Guards, search tools, active tools, then activated tools in
+    /// first-activation order.
+    #[napi(ts_type = "Array<ToolDefinition>")]
+    pub declared: Vec<Value>,
+    /// Deferred by policy and not activated, in registry order.
+    pub deferred: Vec<String>,
+    pub hidden: Vec<String>,
+    /// The activated tools the plan declares, in first-activation order.
+    pub activated: Vec<String>,
+    /// The `# On-demand tools` text; empty when nothing is deferred.
+    pub catalog: String,
+    pub skills: Vec<String>,
+    /// The `<available_skills>` block; empty when no skill is listed.
+    pub skills_block: String,
+    /// The search tool the model is told about, while anything is deferred.
+    pub search_tool: Option<String>,
+    pub tokens: crate::out::Tokens,
+}
+
 /// What `Engine` is built from besides the policy text and the tools.
 #[napi(object)]
 pub struct EngineOptions {
