@@ -70,4 +70,4 @@ compare('search (a new session, then the search)', () => engine.session().search
 compare('a new session alone (part of the above)', () => engine.session(), 'session', 500);
 const s = engine.session();
 s.search(QUERY);
-compare('search, same session (nothing left to load)', () => s.search(QUERY), null, 500);
+compare('search, same session (nothing left to load)', () => s.search(QUERY), 'search-again', 500);

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use napi::bindgen_prelude::{FnArgs, Function, FunctionRef, JsValue, Object, ObjectRef};
 use napi::{Env, Result};
 use serde_json::Value;
-use toolpolicy::runtime::{Provider, Snapshot};
+use toolpolicy::runtime::{ActivationResult, Provider, Snapshot};
 use toolpolicy::{Context, Plan, Tool};
 
 /// What a cached object depends on. The snapshot is held, not its address,
@@ -52,7 +52,8 @@ impl Key {
 }
 
 /// Puts an object together in JavaScript. `layout` is JSON: an array of
-/// items (a list of tools) or a plan whose lists hold numbers. An item
+/// items (a list of tools), a plan whose lists hold numbers, or with `text`
+/// a search result whose lists hold registry indices or unknown names. An item
 /// `n >= 0` is the definition with id `n` (see [`def_id`]), an item
 /// `n < 0` the value in slot `-1 - n` (a catalog text, the engine's own
 /// tool); a name is a registry index into the snapshot's names. `fresh`
@@ -72,7 +73,18 @@ const BUILD: &str = "(function () {\
     const item = (n) => (n >= 0 ? defs.get(n) : vals[-1 - n]);\
     const name = (i) => names[i];\
     const list = (xs, f) => Object.freeze(xs.map(f));\
-    return function (gen, fresh, newDefs, newVals, layout) {\
+    const nameOr = (v) => (typeof v === 'number' ? names[v] : v);\
+    const result = (l, text) => ({\
+        activated: l.activated.map(nameOr),\
+        alreadyActive: l.alreadyActive.map(nameOr),\
+        unavailable: l.unavailable.map(nameOr),\
+        matches: l.matches.map(nameOr),\
+        overLimit: l.overLimit.map(nameOr),\
+        remainingDeferred: l.remainingDeferred,\
+        status: l.status,\
+        text,\
+    });\
+    return function (gen, fresh, newDefs, newVals, layout, text) {\
         if (gen !== generation) {\
             generation = gen;\
             names = JSON.parse(fresh);\
@@ -88,6 +100,7 @@ const BUILD: &str = "(function () {\
             for (let k = 0; k < v.length; k += 2) vals[v[k]] = freeze(v[k + 1]);\
         }\
         const l = JSON.parse(layout);\
+        if (text !== null) return result(l, text);\
         if (Array.isArray(l)) return list(l, item);\
         return Object.freeze({\
             declared: list(l.declared, item),\
@@ -103,7 +116,7 @@ const BUILD: &str = "(function () {\
     };\
 })()";
 
-type BuildArgs = FnArgs<(u32, String, String, String, String)>;
+type BuildArgs = FnArgs<(u32, String, String, String, String, Option<String>)>;
 
 /// How many texts and own-tool definitions JavaScript keeps per snapshot:
 /// a catalog per context in use, a search tool per catalog and delivery.
@@ -232,9 +245,10 @@ impl Builder {
         env: &'e Env,
         snap: &Arc<Snapshot>,
         layout: impl FnOnce(&mut Parts<'_>) -> Result<String>,
+        text: Option<String>,
     ) -> Result<Object<'e>> {
         let mut state = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let built = Self::build_in(&mut state, env, snap, layout);
+        let built = Self::build_in(&mut state, env, snap, layout, text);
         if built.is_err() {
             // What JavaScript holds is unknown now: start again.
             state.snapshot = None;
@@ -247,6 +261,7 @@ impl Builder {
         env: &'e Env,
         snap: &Arc<Snapshot>,
         layout: impl FnOnce(&mut Parts<'_>) -> Result<String>,
+        text: Option<String>,
     ) -> Result<Object<'e>> {
         if state.build.is_none() {
             let f: Function<BuildArgs, Object<'static>> = env.run_script(BUILD)?;
@@ -293,7 +308,7 @@ impl Builder {
             return Err(napi::Error::from_reason("the plan builder is missing"));
         };
         let built = build.borrow_back(env)?.call(FnArgs {
-            data: (state.generation, fresh, new_defs, new_vals, layout),
+            data: (state.generation, fresh, new_defs, new_vals, layout, text),
         })?;
         Ok(Object::from_raw(env.raw(), built.raw()))
     }
@@ -302,6 +317,27 @@ impl Builder {
 /// JSON text of a value the binding made itself.
 pub fn json<T: serde::Serialize + ?Sized>(value: &T) -> Result<String> {
     serde_json::to_string(value).map_err(|e| napi::Error::from_reason(e.to_string()))
+}
+
+/// A registry tool by its index, or a name the registry does not have.
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum NameOr {
+    Index(usize),
+    Name(String),
+}
+
+/// The fields of `SearchResult` but its text, names as [`NameOr`].
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ResultLayout {
+    activated: Vec<NameOr>,
+    already_active: Vec<NameOr>,
+    unavailable: Vec<NameOr>,
+    matches: Vec<NameOr>,
+    over_limit: Vec<NameOr>,
+    remaining_deferred: usize,
+    status: &'static str,
 }
 
 /// One cached object per view.
@@ -330,7 +366,7 @@ impl Cache {
         if let Some((_, r)) = self.entries.iter().find(|(k, _)| *k == key) {
             return r.get_value(env);
         }
-        let obj = self.builder.build(env, &key.snapshot, layout)?;
+        let obj = self.builder.build(env, &key.snapshot, layout, None)?;
         let fresh = obj.create_ref::<false>()?;
         if let Some(i) = self.entries.iter().position(|(k, _)| k.view == key.view) {
             let (_, old) = self.entries.swap_remove(i);
@@ -338,6 +374,36 @@ impl Cache {
         }
         self.entries.push((key, fresh));
         Ok(obj)
+    }
+
+    /// A search or load result (not cached: each is news), its names
+    /// looked up in the snapshot's names that JavaScript holds.
+    pub fn result<'e>(
+        &self,
+        env: &'e Env,
+        snap: &Arc<Snapshot>,
+        result: ActivationResult,
+    ) -> Result<Object<'e>> {
+        let registry = snap.registry();
+        let names = |v: Vec<String>| -> Vec<NameOr> {
+            v.into_iter()
+                .map(|n| match registry.index_of(&n) {
+                    Some(i) => NameOr::Index(i),
+                    None => NameOr::Name(n),
+                })
+                .collect()
+        };
+        let layout = ResultLayout {
+            activated: names(result.activated),
+            already_active: names(result.already_active),
+            unavailable: names(result.unavailable),
+            matches: names(result.matches),
+            over_limit: names(result.over_limit),
+            remaining_deferred: result.remaining_deferred,
+            status: result.status.as_str(),
+        };
+        self.builder
+            .build(env, snap, |_| json(&layout), Some(result.text))
     }
 
     /// Releases the cached objects (the session is being collected).

@@ -299,7 +299,7 @@ pub fn time_in_rust(engine: &Engine, what: String, query: String, iterations: u3
             black_box(chat.set_context(e, contexts[n as usize % 2].clone()).ok());
         }
         let plan = match what.as_str() {
-            "session" | "search" => None,
+            "session" | "search" | "search-again" => None,
             _ => chat.plan(e).ok(),
         };
         match (what.as_str(), plan) {
@@ -334,6 +334,9 @@ pub fn time_in_rust(engine: &Engine, what: String, query: String, iterations: u3
                 if let Ok(mut s) = e.session(toolpolicy::Context::default()) {
                     black_box(s.search(e, &query, &[] as &[&str]).ok());
                 }
+            }
+            ("search-again", _) => {
+                black_box(chat.search(e, &query, &[] as &[&str]).ok());
             }
             _ => return f64::NAN,
         }

@@ -3,11 +3,9 @@
 //! definitions in the generic `{name, description, parameters}` shape with
 //! every other field the registry entry carries.
 
-use napi::bindgen_prelude::{Function, JsObjectValue, Object};
-use napi::{Env, JSON, Result};
 use napi_derive::napi;
 use serde_json::Value;
-use toolpolicy::runtime::{ActivationResult, CallOutcome};
+use toolpolicy::runtime::CallOutcome;
 
 /// The meter (SPEC 3.2): a quarter token per character.
 #[napi(object)]
@@ -34,59 +32,6 @@ impl From<toolpolicy::runtime::Tokens> for Tokens {
             skills: int(t.skills),
             total: int(t.total),
             all_declared: int(t.all_declared),
-        }
-    }
-}
-
-/// What a search or load did (the `search` JSON contract) and the text the
-/// model reads as the tool's result.
-#[napi(object)]
-#[derive(serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SearchResult {
-    /// Declared from the next step, in activation order.
-    pub activated: Vec<String>,
-    pub already_active: Vec<String>,
-    /// Hidden or unknown names, reported alike.
-    pub unavailable: Vec<String>,
-    /// Other matches of the query, not activated.
-    pub matches: Vec<String>,
-    /// Named deferred tools past `max_activations`.
-    pub over_limit: Vec<String>,
-    pub remaining_deferred: u32,
-    /// `ok`, `error`, `interrupted` or `missing`: anything but `ok` activated nothing.
-    pub status: String,
-    /// The tool result to give the model.
-    #[serde(skip)]
-    pub text: String,
-}
-
-impl SearchResult {
-    /// The result as a JavaScript object. Its names cross as JSON text that
-    /// V8 parses, a fraction of the cost of making each array and string
-    /// through N-API; the text, the longest part, crosses as it is.
-    pub fn into_js<'e>(self, env: &'e Env) -> Result<Object<'e>> {
-        let json: JSON = env.get_global()?.get_named_property_unchecked("JSON")?;
-        let parse: Function<String, Object> = json.get_named_property("parse")?;
-        let text =
-            serde_json::to_string(&self).map_err(|e| napi::Error::from_reason(e.to_string()))?;
-        let mut obj = parse.call(text)?;
-        obj.set_named_property("text", self.text)?;
-        Ok(obj)
-    }
-}
-
-impl From<ActivationResult> for SearchResult {
-    fn from(r: ActivationResult) -> SearchResult {
-        SearchResult {
-            activated: r.activated,
-            already_active: r.already_active,
-            unavailable: r.unavailable,
-            matches: r.matches,
-            over_limit: r.over_limit,
-            remaining_deferred: u32::try_from(r.remaining_deferred).unwrap_or(u32::MAX),
-            status: r.status.as_str().to_string(),
-            text: r.text,
         }
     }
 }

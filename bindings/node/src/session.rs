@@ -14,7 +14,7 @@ use crate::args;
 use crate::cache::{Builder, Cache, Key};
 use crate::error;
 use crate::layout;
-use crate::out::{CallResult, SearchResult, SkillResult};
+use crate::out::{CallResult, SkillResult};
 
 /// One chat: its context, its activations and the evidence that rebuilds
 /// them. Make one with `engine.session()` or `engine.resume()`.
@@ -197,7 +197,7 @@ impl Session {
                 delivery(call.as_deref()),
             )
             .map_err(|e| error::context(env, &e))?;
-        SearchResult::from(r).into_js(env)
+        self.cache.result(env, &self.engine.snapshot(), r)
     }
 
     /// A load (SPEC 3.3): activates the named deferred tools; hidden and
@@ -218,7 +218,7 @@ impl Session {
             .inner
             .load_for(&self.engine, &names, status, delivery(call.as_deref()))
             .map_err(|e| error::context(env, &e))?;
-        SearchResult::from(r).into_js(env)
+        self.cache.result(env, &self.engine.snapshot(), r)
     }
 
     /// The model calls a tool directly: allowed when declared; otherwise it

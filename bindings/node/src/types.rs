@@ -40,6 +40,27 @@ pub struct PlanResult {
     pub tokens: crate::out::Tokens,
 }
 
+/// What a search or load did (the `search` JSON contract) and the text the
+/// model reads as the tool's result. Put together in JavaScript (see
+/// `cache.rs`).
+#[napi(object)]
+pub struct SearchResult {
+    /// Declared from the next step, in activation order.
+    pub activated: Vec<String>,
+    pub already_active: Vec<String>,
+    /// Hidden or unknown names, reported alike.
+    pub unavailable: Vec<String>,
+    /// Other matches of the query, not activated.
+    pub matches: Vec<String>,
+    /// Named deferred tools past `max_activations`.
+    pub over_limit: Vec<String>,
+    pub remaining_deferred: u32,
+    /// `ok`, `error`, `interrupted` or `missing`: anything but `ok` activated nothing.
+    pub status: String,
+    /// The tool result to give the model.
+    pub text: String,
+}
+
 /// What `Engine` is built from besides the policy text and the tools.
 #[napi(object)]
 pub struct EngineOptions {
