@@ -38,13 +38,18 @@ function time(f, n) {
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const us = (x) => (Number.isNaN(x) ? '       -' : x.toFixed(2).padStart(8));
 
-/** Medians of 15 interleaved rounds of the JavaScript call and its Rust twin. */
-function compare(name, js, rust, n) {
+/**
+ * Medians of 15 interleaved rounds of the JavaScript call and its Rust twin;
+ * `setup`, if given, runs before each JavaScript round, untimed.
+ */
+function compare(name, js, rust, n, setup = null) {
+  setup?.(n);
   js();
   const a = [[], []];
   const b = [[], []];
   const twin = () => binding.__timeInRust(engine, rust, QUERY, n);
   for (let r = 0; r < 15; r++) {
+    setup?.(n);
     time(js, n).forEach((x, k) => a[k].push(x));
     (rust === null ? [NaN, NaN] : time(twin, 1).map((x) => x / n)).forEach((x, k) => b[k].push(x));
   }
@@ -64,8 +69,19 @@ const switched = (f) => () => {
 compare('plan, changed (put together and frozen)', switched(() => chat.plan()), 'plan-switch', 300);
 compare('toolList, changed', switched(() => chat.toolList()), 'tool-list-switch', 300);
 compare("providerTools('openai'), changed", switched(() => chat.providerTools('openai')), 'openai-switch', 300);
-compare('planJson (text, unread)', () => chat.planJson(), 'plan-json', 300);
-compare('planJson + JSON.parse', () => JSON.parse(chat.planJson()), 'plan-json', 300);
+compare('planJson, unchanged (the same string)', () => chat.planJson(), 'plan-cached', 2000);
+compare('planJson, changed (the text, unread)', switched(() => chat.planJson()), 'plan-json-switch', 300);
+compare('JSON.parse(planJson()), changed', switched(() => JSON.parse(chat.planJson())), 'plan-json-switch', 300);
+// Sessions made beforehand, so that the search alone is timed (a session
+// costs Rust 0.1 µs: the twin makes its own inside the loop).
+let pool = [];
+let next = 0;
+const fill = (n) => {
+  pool = Array.from({ length: n + 1 }, () => engine.session());
+  next = 0;
+};
+compare('search that loads (in a fresh session)', () => pool[next++].search(QUERY), 'search', 500, fill);
+pool = [];
 compare('search (a new session, then the search)', () => engine.session().search(QUERY), 'search', 500);
 compare('a new session alone (part of the above)', () => engine.session(), 'session', 500);
 const s = engine.session();

@@ -13,7 +13,9 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use napi::bindgen_prelude::{FnArgs, Function, FunctionRef, JsValue, Object, ObjectRef};
+use napi::bindgen_prelude::{
+    FnArgs, Function, FunctionRef, JsObjectValue, JsValue, Object, ObjectRef, Unknown,
+};
 use napi::{Env, Result};
 use serde_json::Value;
 use toolpolicy::runtime::{ActivationResult, Provider, Snapshot};
@@ -367,13 +369,40 @@ impl Cache {
             return r.get_value(env);
         }
         let obj = self.builder.build(env, &key.snapshot, layout, None)?;
+        self.put(env, key, &obj)?;
+        Ok(obj)
+    }
+
+    /// The text for `key`: the cached one, or `make()`'s, kept (in an
+    /// object, the only kind of value a reference holds) in place of the
+    /// view's previous one. Creating a long string from UTF-8 is what the
+    /// call costs, so an unchanged text is the same string again.
+    pub fn text<'e>(
+        &mut self,
+        env: &'e Env,
+        key: Key,
+        make: impl FnOnce() -> Result<String>,
+    ) -> Result<Unknown<'e>> {
+        let holder = match self.entries.iter().find(|(k, _)| *k == key) {
+            Some((_, r)) => r.get_value(env)?,
+            None => {
+                let mut holder = Object::new(env)?;
+                holder.set_named_property("text", make()?)?;
+                self.put(env, key, &holder)?;
+                holder
+            }
+        };
+        holder.get_named_property("text")
+    }
+
+    fn put(&mut self, env: &Env, key: Key, obj: &Object<'_>) -> Result<()> {
         let fresh = obj.create_ref::<false>()?;
         if let Some(i) = self.entries.iter().position(|(k, _)| k.view == key.view) {
             let (_, old) = self.entries.swap_remove(i);
             old.unref(env)?;
         }
         self.entries.push((key, fresh));
-        Ok(obj)
+        Ok(())
     }
 
     /// A search or load result (not cached: each is news), its names

@@ -314,7 +314,7 @@ pub fn time_in_rust(engine: &Engine, what: String, query: String, iterations: u3
             ("openai-switch", Some(plan)) => {
                 black_box(plan.provider_tools(Provider::OpenAiChat));
             }
-            ("plan-json", Some(plan)) => {
+            ("plan-json" | "plan-json-switch", Some(plan)) => {
                 let mut report = serde_json::to_value(plan.report()).unwrap_or_default();
                 if let Value::Object(map) = &mut report {
                     map.insert(

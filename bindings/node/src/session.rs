@@ -95,19 +95,23 @@ impl Session {
     }
 
     /// The same plan as JSON text (the `plan` contract, keys as the
-    /// command line writes them), for hosts that forward it unread.
-    #[napi]
-    pub fn plan_json(&self, env: Env) -> Result<String> {
-        let plan = self.plan_of(&env)?;
-        let mut report = serde_json::to_value(plan.report())
-            .map_err(|e| error::usage(&env, format!("cannot write the plan: {e}"), None))?;
-        if let Value::Object(map) = &mut report {
-            map.insert(
-                "declared".into(),
-                Value::Array(plan.provider_tools(toolpolicy::runtime::Provider::Generic)),
-            );
-        }
-        Ok(report.to_string())
+    /// command line writes them), for hosts that forward it unread. While
+    /// nothing changes, the same string is returned again.
+    #[napi(ts_return_type = "string")]
+    pub fn plan_json<'e>(&mut self, env: &'e Env) -> Result<Unknown<'e>> {
+        let plan = self.plan_of(env)?;
+        let key = Key::new(&plan, self.inner.context(), "planJson".into());
+        self.cache.text(env, key, || {
+            let mut report = serde_json::to_value(plan.report())
+                .map_err(|e| error::usage(env, format!("cannot write the plan: {e}"), None))?;
+            if let Value::Object(map) = &mut report {
+                map.insert(
+                    "declared".into(),
+                    Value::Array(plan.provider_tools(toolpolicy::runtime::Provider::Generic)),
+                );
+            }
+            Ok(report.to_string())
+        })
     }
 
     /// The declared tools in a provider's request shape: `generic`,

@@ -366,3 +366,15 @@ test('a search result is a plain object of the contract, in its order', () => {
   const l = chat.load(['WebFetch', 'Nope']);
   assert.deepEqual([l.activated, l.alreadyActive, l.unavailable, l.remainingDeferred], [[], ['WebFetch'], ['Nope'], 0]);
 });
+
+test('planJson is the same text while nothing changes, and follows a change or a reload', () => {
+  const engine = new Engine(smallPolicy, small);
+  const chat = engine.session();
+  const first = chat.planJson();
+  assert.equal(chat.planJson(), first);
+  assert.deepEqual(JSON.parse(first).declared, chat.plan().declared);
+  chat.search('fetch a web page');
+  assert.deepEqual(JSON.parse(chat.planJson()).declared.map((t) => t.name), ['Read', 'WebFetch']);
+  engine.reloadRegistry(small.map((t) => (t.name === 'Read' ? { ...t, description: 'Read, changed.' } : t)));
+  assert.equal(JSON.parse(chat.planJson()).declared[0].description, 'Read, changed.');
+});
