@@ -10,8 +10,9 @@
 //! - [`engine`]: `Engine`, shared by every chat; hot reload keeps the last
 //!   good one.
 //! - [`session`]: `Session`, one chat: plan, search, load, call, evidence.
-//! - [`cache`]: a session's last plan, tool list and provider lists, kept
-//!   as frozen JavaScript objects put together from per-snapshot parts.
+//! - [`cache`]: a session's last plan, tool list, provider lists and plan
+//!   text, kept as frozen JavaScript objects put together from parts kept
+//!   per snapshot.
 //! - [`layout`]: what crosses for each of those.
 //! - [`args`]: reading JavaScript arguments.
 //! - [`error`]: errors with diagnostics.
