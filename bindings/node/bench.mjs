@@ -3,6 +3,8 @@
 // policy, same query. The Rust side is timed twice: by criterion
 // (`cargo bench --bench native`) and here, in this process, interleaved
 // with the JavaScript rounds, so that both see the same machine load.
+// A changed plan, tool list or provider list is made by switching the
+// session between two contexts before each call, on both sides.
 //
 //   npm run build && node bench.mjs
 import { createRequire } from 'node:module';
@@ -19,45 +21,69 @@ const QUERY = 'open a page in the browser';
 const engine = new Engine(policy, tools, { file: 'bench.policy' });
 const chat = engine.session();
 
-/** µs per call of `f`, over `n` calls. */
+// Both sides are timed the same way, in CPU time of this process
+// (`process.cpuUsage`), so that time the scheduler gives to other processes
+// on a loaded machine counts on neither side; wall time is printed too.
+
+/** [CPU µs, wall µs] per call of `f`, over `n` calls. */
 function time(f, n) {
+  const c0 = process.cpuUsage();
   const t0 = process.hrtime.bigint();
   for (let i = 0; i < n; i++) f();
-  return Number(process.hrtime.bigint() - t0) / n / 1000;
+  const wall = Number(process.hrtime.bigint() - t0) / 1000;
+  const c = process.cpuUsage(c0);
+  return [(c.user + c.system) / n, wall / n];
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const us = (x) => (Number.isNaN(x) ? '       -' : x.toFixed(2).padStart(8));
 
-/** Median of 15 interleaved rounds of the JavaScript call and its Rust twin. */
-function compare(name, js, rust, n) {
+/**
+ * Medians of 15 interleaved rounds of the JavaScript call and its Rust twin;
+ * `setup`, if given, runs before each JavaScript round, untimed.
+ */
+function compare(name, js, rust, n, setup = null) {
+  setup?.(n);
   js();
-  const a = [];
-  const b = [];
+  const a = [[], []];
+  const b = [[], []];
+  const twin = () => binding.__timeInRust(engine, rust, QUERY, n);
   for (let r = 0; r < 15; r++) {
-    a.push(time(js, n));
-    b.push(rust === null ? NaN : binding.__timeInRust(engine, rust, QUERY, n) / 1000);
+    setup?.(n);
+    time(js, n).forEach((x, k) => a[k].push(x));
+    (rust === null ? [NaN, NaN] : time(twin, 1).map((x) => x / n)).forEach((x, k) => b[k].push(x));
   }
-  const [ja, rb] = [median(a), median(b)];
-  const added = Number.isNaN(rb) ? '' : `${(ja - rb).toFixed(2).padStart(8)} µs added`;
-  console.log(`${name.padEnd(40)} js ${ja.toFixed(2).padStart(8)} µs  rust ${Number.isNaN(rb) ? '       -' : rb.toFixed(2).padStart(8)} µs ${added}`);
+  const [cj, wj, cr, wr] = [...a, ...b].map(median);
+  const added = Number.isNaN(cr) ? '' : `${us(cj - cr)} µs added`;
+  console.log(`${name.padEnd(44)} cpu: js ${us(cj)} µs  rust ${us(cr)} µs ${added}   (wall: js ${us(wj)}  rust ${us(wr)})`);
 }
 
 const plan = chat.plan();
 console.log(`registry: ${engine.toolNames.length} tools; the plan declares ${plan.declared.length} and defers ${plan.deferred.length}`);
 compare('plan, unchanged (the same frozen object)', () => chat.plan(), 'plan-cached', 2000);
 let flip = 0;
-compare(
-  'plan, changed (built and frozen)',
-  () => {
-    chat.setContext({ flags: [(flip ^= 1) ? 'a' : 'b'] });
-    return chat.plan();
-  },
-  'plan',
-  300,
-);
-compare('planJson + JSON.parse', () => JSON.parse(chat.planJson()), 'plan', 300);
+const switched = (f) => () => {
+  chat.setContext({ flags: [(flip ^= 1) ? 'a' : 'b'] });
+  return f();
+};
+compare('plan, changed (put together and frozen)', switched(() => chat.plan()), 'plan-switch', 300);
+compare('toolList, changed', switched(() => chat.toolList()), 'tool-list-switch', 300);
+compare("providerTools('openai'), changed", switched(() => chat.providerTools('openai')), 'openai-switch', 300);
+compare('planJson, unchanged (the same string)', () => chat.planJson(), 'plan-cached', 2000);
+compare('planJson, changed (the text, unread)', switched(() => chat.planJson()), 'plan-json-switch', 300);
+compare('JSON.parse(planJson()), changed', switched(() => JSON.parse(chat.planJson())), 'plan-json-switch', 300);
+// Sessions made beforehand, so that the search alone is timed (a session
+// costs Rust 0.1 µs: the twin makes its own inside the loop).
+let pool = [];
+let next = 0;
+const fill = (n) => {
+  pool = Array.from({ length: n + 1 }, () => engine.session());
+  next = 0;
+};
+compare('search that loads (in a fresh session)', () => pool[next++].search(QUERY), 'search', 500, fill);
+pool = [];
 compare('search (a new session, then the search)', () => engine.session().search(QUERY), 'search', 500);
 compare('a new session alone (part of the above)', () => engine.session(), 'session', 500);
 const s = engine.session();
 s.search(QUERY);
-compare('search, same session (nothing left to load)', () => s.search(QUERY), null, 500);
+compare('search, same session (nothing left to load)', () => s.search(QUERY), 'search-again', 500);

@@ -297,17 +297,29 @@ impl Plan {
         self.base.declared.len() + self.activated.len()
     }
 
-    /// The tools deferred by policy and not activated, in registry order.
-    pub fn deferred(&self) -> impl Iterator<Item = &Tool> + '_ {
+    /// Registry indices of the deferred tools, in registry order: what a
+    /// front end that keeps one object per registry tool looks up.
+    pub fn deferred_indices(&self) -> impl Iterator<Item = usize> + '_ {
         self.base
             .deferred
             .iter()
             .filter(|&&i| !self.is_activated(i))
-            .map(|&i| self.tool(i))
+            .map(|&i| i as usize)
+    }
+
+    /// The tools deferred by policy and not activated, in registry order.
+    pub fn deferred(&self) -> impl Iterator<Item = &Tool> + '_ {
+        self.deferred_indices()
+            .map(|i| &self.snapshot.registry().tools()[i])
     }
 
     pub fn deferred_len(&self) -> usize {
         self.base.deferred.len() - self.activated.len()
+    }
+
+    /// Registry indices of the hidden tools, in registry order.
+    pub fn hidden_indices(&self) -> impl Iterator<Item = usize> + '_ {
+        self.base.hidden.iter().map(|&i| i as usize)
     }
 
     /// The tools the policy hides in this context: never shown to the model.
@@ -319,6 +331,11 @@ impl Plan {
     /// where the host points the model for tools in the catalog.
     pub fn search_tools(&self) -> impl Iterator<Item = &Tool> + '_ {
         self.base.search_tools.iter().map(|&i| self.tool(i))
+    }
+
+    /// Registry indices of [`Plan::activated`], in first-activation order.
+    pub fn activated_indices(&self) -> impl Iterator<Item = usize> + '_ {
+        self.activated.iter().map(|&i| i as usize)
     }
 
     /// Activated tools this plan declares, in first-activation order.

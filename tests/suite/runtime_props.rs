@@ -302,6 +302,13 @@ proptest! {
             unique.sort_unstable();
             unique.dedup();
             prop_assert_eq!(unique.len(), declared.len(), "declared twice: {:?}", declared);
+            // The index views name the same tools as the tool views.
+            let tools = plan.snapshot().registry().tools();
+            let named = |ix: Vec<usize>| -> Vec<String> { ix.into_iter().map(|i| tools[i].name.clone()).collect() };
+            let names = |ts: Vec<&Tool>| -> Vec<String> { ts.into_iter().map(|t| t.name.clone()).collect() };
+            prop_assert_eq!(named(plan.deferred_indices().collect()), names(plan.deferred().collect()));
+            prop_assert_eq!(named(plan.hidden_indices().collect()), names(plan.hidden().collect()));
+            prop_assert_eq!(named(plan.activated_indices().collect()), names(plan.activated().collect()));
             let catalog = plan.catalog();
             prop_assert!(catalog.chars().count() <= budget as usize, "{} > {budget}", catalog.chars().count());
             let block = plan.skills_block();

@@ -281,31 +281,64 @@ impl Engine {
 #[cfg_attr(test, allow(dead_code))]
 pub fn time_in_rust(engine: &Engine, what: String, query: String, iterations: u32) -> f64 {
     use std::hint::black_box;
-    use toolpolicy::runtime::Provider;
+    use toolpolicy::runtime::{Delivery, Provider};
     let e = &engine.inner;
-    let Ok(chat) = e.session(toolpolicy::Context::default()) else {
+    let Ok(mut chat) = e.session(toolpolicy::Context::default()) else {
         return f64::NAN;
     };
+    // Two contexts to switch between, as `bench.mjs` does before each
+    // changed plan.
+    let flags = |f: &str| toolpolicy::Context {
+        flags: [f.to_string()].into_iter().collect(),
+        ..toolpolicy::Context::default()
+    };
+    let contexts = [flags("a"), flags("b")];
     let start = std::time::Instant::now();
-    for _ in 0..iterations {
-        match what.as_str() {
-            "plan" => {
-                if let Ok(plan) = chat.plan(e) {
-                    black_box(plan.provider_tools(Provider::Generic));
-                    black_box(plan.deferred().count());
-                }
+    for n in 0..iterations {
+        if what.ends_with("-switch") {
+            black_box(chat.set_context(e, contexts[n as usize % 2].clone()).ok());
+        }
+        let plan = match what.as_str() {
+            "session" | "search" | "search-again" => None,
+            _ => chat.plan(e).ok(),
+        };
+        match (what.as_str(), plan) {
+            ("plan" | "plan-switch", Some(plan)) => {
+                black_box(plan.provider_tools(Provider::Generic));
+                black_box(plan.deferred().count());
             }
-            "session" => {
+            ("tool-list-switch", Some(plan)) => {
+                black_box(plan.tool_list(Delivery::Declared));
+                black_box(plan.provider_tools(Provider::Generic));
+            }
+            ("openai-switch", Some(plan)) => {
+                black_box(plan.provider_tools(Provider::OpenAiChat));
+            }
+            ("plan-json" | "plan-json-switch", Some(plan)) => {
+                let mut report = serde_json::to_value(plan.report()).unwrap_or_default();
+                if let Value::Object(map) = &mut report {
+                    map.insert(
+                        "declared".into(),
+                        Value::Array(plan.provider_tools(Provider::Generic)),
+                    );
+                }
+                black_box(report.to_string());
+            }
+            ("session", _) => {
                 black_box(e.session(toolpolicy::Context::default()).ok());
             }
-            "plan-cached" => {
-                black_box(chat.plan(e).map(|p| p.declared_len()).unwrap_or(0));
+            ("plan-cached", Some(plan)) => {
+                black_box(plan.declared_len());
             }
-            _ => {
+            ("search", _) => {
                 if let Ok(mut s) = e.session(toolpolicy::Context::default()) {
                     black_box(s.search(e, &query, &[] as &[&str]).ok());
                 }
             }
+            ("search-again", _) => {
+                black_box(chat.search(e, &query, &[] as &[&str]).ok());
+            }
+            _ => return f64::NAN,
         }
     }
     start.elapsed().as_nanos() as f64 / f64::from(iterations.max(1))

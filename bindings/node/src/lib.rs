@@ -10,7 +10,10 @@
 //! - [`engine`]: `Engine`, shared by every chat; hot reload keeps the last
 //!   good one.
 //! - [`session`]: `Session`, one chat: plan, search, load, call, evidence.
-//! - [`cache`]: a session's last plan, kept as a frozen JavaScript object.
+//! - [`cache`]: a session's last plan, tool list, provider lists and plan
+//!   text, kept as frozen JavaScript objects put together from parts kept
+//!   per snapshot.
+//! - [`layout`]: what crosses for each of those.
 //! - [`args`]: reading JavaScript arguments.
 //! - [`error`]: errors with diagnostics.
 //! - [`out`]: the shapes JavaScript gets back.
@@ -19,6 +22,7 @@ mod args;
 mod cache;
 mod engine;
 mod error;
+mod layout;
 mod out;
 mod session;
 mod types;

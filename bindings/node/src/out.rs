@@ -5,8 +5,7 @@
 
 use napi_derive::napi;
 use serde_json::Value;
-use toolpolicy::Plan;
-use toolpolicy::runtime::{ActivationResult, CallOutcome};
+use toolpolicy::runtime::CallOutcome;
 
 /// The meter (SPEC 3.2): a quarter token per character.
 #[napi(object)]
@@ -21,95 +20,18 @@ pub struct Tokens {
     pub all_declared: i64,
 }
 
-/// One turn's plan (SPEC 3.2), the `plan` JSON contract with `declared` as
-/// definitions.
-#[napi(object)]
-#[derive(serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PlanResult {
-    /// Guards, search tools, active tools, then activated tools in
-    /// first-activation order.
-    #[napi(ts_type = "Array<ToolDefinition>")]
-    pub declared: Vec<Value>,
-    /// Deferred by policy and not activated, in registry order.
-    pub deferred: Vec<String>,
-    pub hidden: Vec<String>,
-    /// The activated tools the plan declares, in first-activation order.
-    pub activated: Vec<String>,
-    /// The `# On-demand tools` text; empty when nothing is deferred.
-    pub catalog: String,
-    pub skills: Vec<String>,
-    /// The `<available_skills>` block; empty when no skill is listed.
-    pub skills_block: String,
-    /// The search tool the model is told about, while anything is deferred.
-    pub search_tool: Option<String>,
-    pub tokens: Tokens,
-}
-
 fn int(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-fn names<'a>(tools: impl Iterator<Item = &'a toolpolicy::Tool>) -> Vec<String> {
-    tools.map(|t| t.name.clone()).collect()
-}
-
-impl PlanResult {
-    /// The plan with `declared` as given (the binding passes `null`s that
-    /// JavaScript fills with cached definition objects).
-    pub fn new(plan: &Plan, declared: Vec<Value>) -> PlanResult {
-        let t = plan.tokens();
-        PlanResult {
-            declared,
-            deferred: names(plan.deferred()),
-            hidden: names(plan.hidden()),
-            activated: names(plan.activated()),
-            catalog: plan.catalog().to_string(),
-            skills: plan.skills().map(|s| s.name.clone()).collect(),
-            skills_block: plan.skills_block().to_string(),
-            search_tool: plan.search_tool_name().map(str::to_string),
-            tokens: Tokens {
-                declared: int(t.declared),
-                catalog: int(t.catalog),
-                skills: int(t.skills),
-                total: int(t.total),
-                all_declared: int(t.all_declared),
-            },
-        }
-    }
-}
-
-/// What a search or load did (the `search` JSON contract) and the text the
-/// model reads as the tool's result.
-#[napi(object)]
-pub struct SearchResult {
-    /// Declared from the next step, in activation order.
-    pub activated: Vec<String>,
-    pub already_active: Vec<String>,
-    /// Hidden or unknown names, reported alike.
-    pub unavailable: Vec<String>,
-    /// Other matches of the query, not activated.
-    pub matches: Vec<String>,
-    /// Named deferred tools past `max_activations`.
-    pub over_limit: Vec<String>,
-    pub remaining_deferred: u32,
-    /// `ok`, `error`, `interrupted` or `missing`: anything but `ok` activated nothing.
-    pub status: String,
-    /// The tool result to give the model.
-    pub text: String,
-}
-
-impl From<ActivationResult> for SearchResult {
-    fn from(r: ActivationResult) -> SearchResult {
-        SearchResult {
-            activated: r.activated,
-            already_active: r.already_active,
-            unavailable: r.unavailable,
-            matches: r.matches,
-            over_limit: r.over_limit,
-            remaining_deferred: u32::try_from(r.remaining_deferred).unwrap_or(u32::MAX),
-            status: r.status.as_str().to_string(),
-            text: r.text,
+impl From<toolpolicy::runtime::Tokens> for Tokens {
+    fn from(t: toolpolicy::runtime::Tokens) -> Tokens {
+        Tokens {
+            declared: int(t.declared),
+            catalog: int(t.catalog),
+            skills: int(t.skills),
+            total: int(t.total),
+            all_declared: int(t.all_declared),
         }
     }
 }

@@ -7,13 +7,14 @@ use napi::bindgen_prelude::{Object, ObjectFinalize, Unknown};
 use napi::{Env, Result};
 use napi_derive::napi;
 use serde_json::Value;
-use toolpolicy::runtime::{Delivery, Provider, parse_provider};
+use toolpolicy::runtime::{Delivery, parse_provider};
 use toolpolicy::{Context, Plan};
 
 use crate::args;
-use crate::cache::{Builder, Cache, Key, Parts};
+use crate::cache::{Builder, Cache, Key};
 use crate::error;
-use crate::out::{CallResult, PlanResult, SearchResult, SkillResult};
+use crate::layout;
+use crate::out::{CallResult, SkillResult};
 
 /// One chat: its context, its activations and the evidence that rebuilds
 /// them. Make one with `engine.session()` or `engine.resume()`.
@@ -81,36 +82,6 @@ fn delivery(call: Option<&str>) -> Delivery<'_> {
     }
 }
 
-/// The plan's declared list with the engine's own tools in place (SPEC
-/// 5.1): registry tools as the generic provider shape renders them (their
-/// extra fields kept), the engine's own as their declaration.
-fn tool_list<'p>(plan: &'p Plan, call: Option<&str>) -> Result<Parts<'p>> {
-    let registry: Vec<usize> = plan.declared_indices().collect();
-    let mut slots = Vec::with_capacity(registry.len());
-    let mut declared = Vec::with_capacity(registry.len() + 2);
-    let mut next = registry.iter();
-    for tool in plan.tool_list(delivery(call)) {
-        match tool {
-            std::borrow::Cow::Owned(own) => declared.push(own.declaration()),
-            std::borrow::Cow::Borrowed(_) => {
-                slots.extend(next.next());
-                declared.push(Value::Null);
-            }
-        }
-    }
-    Ok(Parts {
-        text: json(&serde_json::json!({ "declared": declared }))?,
-        slots,
-        definitions: Box::new(|| plan.provider_tools(Provider::Generic)),
-        list: true,
-    })
-}
-
-/// JSON text of a value the binding made itself.
-fn json<T: serde::Serialize>(value: &T) -> Result<String> {
-    serde_json::to_string(value).map_err(|e| napi::Error::from_reason(e.to_string()))
-}
-
 #[napi]
 impl Session {
     /// This turn's plan. Throws only when the context no longer fits the
@@ -120,39 +91,38 @@ impl Session {
     pub fn plan<'e>(&mut self, env: &'e Env) -> Result<Object<'e>> {
         let plan = self.plan_of(env)?;
         let key = Key::new(&plan, self.inner.context(), "plan".into());
-        self.cache.get(env, key, || {
-            let slots: Vec<usize> = plan.declared_indices().collect();
-            let result = PlanResult::new(&plan, vec![Value::Null; slots.len()]);
-            Ok(Parts {
-                text: json(&result)?,
-                slots,
-                definitions: Box::new(|| plan.provider_tools(Provider::Generic)),
-                list: false,
-            })
-        })
+        self.cache.get(env, key, |parts| layout::plan(&plan, parts))
     }
 
     /// The same plan as JSON text (the `plan` contract, keys as the
-    /// command line writes them), for hosts that forward it unread.
-    #[napi]
-    pub fn plan_json(&self, env: Env) -> Result<String> {
-        let plan = self.plan_of(&env)?;
-        let mut report = serde_json::to_value(plan.report())
-            .map_err(|e| error::usage(&env, format!("cannot write the plan: {e}"), None))?;
-        if let Value::Object(map) = &mut report {
-            map.insert(
-                "declared".into(),
-                Value::Array(plan.provider_tools(toolpolicy::runtime::Provider::Generic)),
-            );
-        }
-        Ok(report.to_string())
+    /// command line writes them), for hosts that forward it unread. While
+    /// nothing changes, the same string is returned again.
+    #[napi(ts_return_type = "string")]
+    pub fn plan_json<'e>(&mut self, env: &'e Env) -> Result<Unknown<'e>> {
+        let plan = self.plan_of(env)?;
+        let key = Key::new(&plan, self.inner.context(), "planJson".into());
+        self.cache.text(env, key, || {
+            let mut report = serde_json::to_value(plan.report())
+                .map_err(|e| error::usage(env, format!("cannot write the plan: {e}"), None))?;
+            if let Value::Object(map) = &mut report {
+                map.insert(
+                    "declared".into(),
+                    Value::Array(plan.provider_tools(toolpolicy::runtime::Provider::Generic)),
+                );
+            }
+            Ok(report.to_string())
+        })
     }
 
     /// The declared tools in a provider's request shape: `generic`,
     /// `openai`, `openai-responses`, `anthropic` or `anthropic-deferred`.
-    #[napi(ts_args_type = "provider: string", ts_return_type = "Array<object>")]
-    pub fn provider_tools(&self, env: Env, provider: Unknown) -> Result<Vec<Value>> {
-        let name = args::string(&env, &provider, "provider")?;
+    /// While nothing changes, the same (frozen) list is returned again.
+    #[napi(
+        ts_args_type = "provider: string",
+        ts_return_type = "ReadonlyArray<object>"
+    )]
+    pub fn provider_tools<'e>(&mut self, env: &'e Env, provider: Unknown) -> Result<Object<'e>> {
+        let name = args::string(env, &provider, "provider")?;
         let Some(provider) = parse_provider(&name) else {
             let help = toolpolicy::diag::did_you_mean(
                 &name,
@@ -166,12 +136,16 @@ impl Session {
             )
             .unwrap_or_else(|| format!("the providers are {PROVIDERS}"));
             return Err(error::usage(
-                &env,
+                env,
                 format!("unknown provider `{name}`"),
                 Some(help),
             ));
         };
-        Ok(self.plan_of(&env)?.provider_tools(provider))
+        let plan = self.plan_of(env)?;
+        let key = Key::new(&plan, self.inner.context(), format!("provider:{name}"));
+        self.cache.get(env, key, |parts| {
+            layout::provider_tools(&plan, provider, parts)
+        })
     }
 
     /// The whole list a host declares (SPEC 5.1): the plan's tools with the
@@ -191,8 +165,11 @@ impl Session {
         let plan = self.plan_of(env)?;
         let view = format!("toolList:{}", call.as_deref().unwrap_or(""));
         let key = Key::new(&plan, self.inner.context(), view);
-        self.cache
-            .get(env, key, || tool_list(&plan, call.as_deref()))
+        self.cache.get(
+            env,
+            key,
+            layout::tool_list(&plan, delivery(call.as_deref())),
+        )
     }
 
     /// A search (SPEC 3.3): exact `names` first, then the query's matches
@@ -201,18 +178,19 @@ impl Session {
     /// transcript; `options.callThrough` makes the text carry each loaded
     /// tool's schema.
     #[napi(
-        ts_args_type = "query: string, names?: string[], options?: { status?: ResultStatus, callThrough?: boolean | string }"
+        ts_args_type = "query: string, names?: string[], options?: { status?: ResultStatus, callThrough?: boolean | string }",
+        ts_return_type = "SearchResult"
     )]
-    pub fn search(
+    pub fn search<'e>(
         &mut self,
-        env: Env,
+        env: &'e Env,
         query: Unknown,
         names: Option<Unknown>,
         options: Option<Unknown>,
-    ) -> Result<SearchResult> {
-        let query = args::string(&env, &query, "query")?;
-        let names = args::opt_strings(&env, names.as_ref(), "names")?.unwrap_or_default();
-        let (status, call) = Self::delivery_options(&env, options.as_ref(), "options")?;
+    ) -> Result<Object<'e>> {
+        let query = args::string(env, &query, "query")?;
+        let names = args::opt_strings(env, names.as_ref(), "names")?.unwrap_or_default();
+        let (status, call) = Self::delivery_options(env, options.as_ref(), "options")?;
         let r = self
             .inner
             .search_for(
@@ -222,28 +200,29 @@ impl Session {
                 status,
                 delivery(call.as_deref()),
             )
-            .map_err(|e| error::context(&env, &e))?;
-        Ok(r.into())
+            .map_err(|e| error::context(env, &e))?;
+        self.cache.result(env, &self.engine.snapshot(), r)
     }
 
     /// A load (SPEC 3.3): activates the named deferred tools; hidden and
     /// unknown names are refused alike.
     #[napi(
-        ts_args_type = "names: string[], options?: { status?: ResultStatus, callThrough?: boolean | string }"
+        ts_args_type = "names: string[], options?: { status?: ResultStatus, callThrough?: boolean | string }",
+        ts_return_type = "SearchResult"
     )]
-    pub fn load(
+    pub fn load<'e>(
         &mut self,
-        env: Env,
+        env: &'e Env,
         names: Unknown,
         options: Option<Unknown>,
-    ) -> Result<SearchResult> {
-        let names = args::strings(&env, &names, "names")?;
-        let (status, call) = Self::delivery_options(&env, options.as_ref(), "options")?;
+    ) -> Result<Object<'e>> {
+        let names = args::strings(env, &names, "names")?;
+        let (status, call) = Self::delivery_options(env, options.as_ref(), "options")?;
         let r = self
             .inner
             .load_for(&self.engine, &names, status, delivery(call.as_deref()))
-            .map_err(|e| error::context(&env, &e))?;
-        Ok(r.into())
+            .map_err(|e| error::context(env, &e))?;
+        self.cache.result(env, &self.engine.snapshot(), r)
     }
 
     /// The model calls a tool directly: allowed when declared; otherwise it

@@ -17,6 +17,50 @@ pub struct ToolDefinition {
     pub parameters: Value,
 }
 
+/// One turn's plan (SPEC 3.2), the `plan` JSON contract with `declared` as
+/// definitions. Put together in JavaScript (see `cache.rs`).
+#[napi(object)]
+pub struct PlanResult {
+    /// Guards, search tools, active tools, then activated tools in
+    /// first-activation order.
+    #[napi(ts_type = "Array<ToolDefinition>")]
+    pub declared: Vec<Value>,
+    /// Deferred by policy and not activated, in registry order.
+    pub deferred: Vec<String>,
+    pub hidden: Vec<String>,
+    /// The activated tools the plan declares, in first-activation order.
+    pub activated: Vec<String>,
+    /// The `# On-demand tools` text; empty when nothing is deferred.
+    pub catalog: String,
+    pub skills: Vec<String>,
+    /// The `<available_skills>` block; empty when no skill is listed.
+    pub skills_block: String,
+    /// The search tool the model is told about, while anything is deferred.
+    pub search_tool: Option<String>,
+    pub tokens: crate::out::Tokens,
+}
+
+/// What a search or load did (the `search` JSON contract) and the text the
+/// model reads as the tool's result. Put together in JavaScript (see
+/// `cache.rs`).
+#[napi(object)]
+pub struct SearchResult {
+    /// Declared from the next step, in activation order.
+    pub activated: Vec<String>,
+    pub already_active: Vec<String>,
+    /// Hidden or unknown names, reported alike.
+    pub unavailable: Vec<String>,
+    /// Other matches of the query, not activated.
+    pub matches: Vec<String>,
+    /// Named deferred tools past `max_activations`.
+    pub over_limit: Vec<String>,
+    pub remaining_deferred: u32,
+    /// `ok`, `error`, `interrupted` or `missing`: anything but `ok` activated nothing.
+    pub status: String,
+    /// The tool result to give the model.
+    pub text: String,
+}
+
 /// What `Engine` is built from besides the policy text and the tools.
 #[napi(object)]
 pub struct EngineOptions {

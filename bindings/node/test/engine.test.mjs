@@ -275,3 +275,106 @@ test('an unchanged plan is the same frozen object; any change makes a new one', 
   chat.setMode(null);
   assert.equal(chat.plan(), chat.plan());
 });
+
+test('definition objects live as long as the snapshot: shared across plans, views and sessions', () => {
+  const engine = new Engine(smallPolicy, small);
+  const chat = engine.session();
+  const other = engine.session();
+  const first = chat.plan();
+  const read = first.declared[0];
+  assert.equal(other.plan().declared[0], read, 'another session gets the same object');
+  assert.equal(chat.toolList()[1], read, 'the tool list holds the same object');
+  chat.search('fetch a web page');
+  const second = chat.plan();
+  assert.notEqual(second, first);
+  assert.equal(second.declared[0], read, 'a changed plan keeps the definitions it still declares');
+  assert.equal(second.catalog, first.catalog);
+  const fetch = second.declared[1];
+  other.load(['WebFetch']);
+  assert.equal(other.plan().declared[1], fetch);
+  for (const d of second.declared) {
+    assert.ok(Object.isFrozen(d) && Object.isFrozen(d.parameters) && Object.isFrozen(d.parameters.properties));
+  }
+  assert.deepEqual(fetch.cache_control, { type: 'ephemeral' });
+  assert.ok(Object.isFrozen(fetch.cache_control));
+});
+
+test('a reload makes new definition objects: the next plan shows the new registry', () => {
+  const engine = new Engine(smallPolicy, small);
+  const chat = engine.session();
+  const before = chat.plan().declared[0];
+  const openai = chat.providerTools('openai');
+  const changed = small.map((t) => (t.name === 'Read' ? { ...t, description: 'Read a file, changed.' } : t));
+  engine.reloadRegistry(changed);
+  const after = chat.plan().declared[0];
+  assert.equal(after.description, 'Read a file, changed.');
+  assert.notEqual(after, before);
+  assert.equal(before.description, 'Read a file. Returns its text.', 'an earlier object does not change');
+  assert.equal(chat.providerTools('openai')[0].function.description, 'Read a file, changed.');
+  assert.equal(openai[0].function.description, 'Read a file. Returns its text.');
+  assert.equal(chat.toolList()[1].description, 'Read a file, changed.');
+  // A policy reload is a new snapshot too: its objects are new, their content the same.
+  const kept = chat.plan().declared[0];
+  engine.reloadPolicy(smallPolicy);
+  assert.notEqual(chat.plan().declared[0], kept);
+  assert.deepEqual(chat.plan().declared[0], kept);
+});
+
+test('provider lists are frozen, the same while nothing changes, and in the library shape', () => {
+  const engine = new Engine(smallPolicy, small);
+  const chat = engine.session();
+  const openai = chat.providerTools('openai');
+  assert.equal(chat.providerTools('openai'), openai);
+  assert.ok(Object.isFrozen(openai) && Object.isFrozen(openai[0]) && Object.isFrozen(openai[0].function.parameters));
+  assert.deepEqual(openai, [{ type: 'function', function: { name: 'Read', description: 'Read a file. Returns its text.', parameters: { type: 'object', properties: {} } } }]);
+  const deferred = chat.providerTools('anthropic-deferred');
+  assert.deepEqual(deferred.map((t) => [t.name, t.defer_loading]), [['Read', undefined], ['WebFetch', true]]);
+  assert.deepEqual(chat.providerTools('anthropic')[0], { name: 'Read', description: 'Read a file. Returns its text.', input_schema: { type: 'object', properties: {} } });
+  chat.search('fetch a web page');
+  const next = chat.providerTools('openai');
+  assert.notEqual(next, openai);
+  assert.equal(next[0], openai[0]);
+  assert.equal(next[1].function.name, 'WebFetch');
+  // Nothing declared: the first deferred tool goes unmarked (the provider
+  // refuses a request whose tools are all deferred).
+  const none = new Engine('Defer(*)\n', small).session();
+  assert.deepEqual(
+    none.providerTools('anthropic-deferred').map((t) => [t.name, t.defer_loading]),
+    [['Read', undefined], ['WebFetch', true], ['Secret', true]],
+  );
+  assert.equal(none.providerTools('anthropic')[0]?.name, undefined);
+});
+
+test('many distinct own-tool definitions: parts are reused without mixing them up', () => {
+  const chat = new Engine(smallPolicy, small).session();
+  for (let round = 0; round < 2; round++) {
+    for (let k = 0; k < 80; k++) {
+      const list = chat.toolList({ callThrough: `call_${k}` });
+      assert.deepEqual(list.map((t) => t.name), ['tool_search', `call_${k}`, 'Read']);
+      assert.match(list[0].description, /- WebFetch: Fetch a web page\./);
+    }
+  }
+});
+
+test('a search result is a plain object of the contract, in its order', () => {
+  const chat = new Engine(smallPolicy, small).session();
+  const r = chat.search('fetch a web page');
+  assert.deepEqual(Object.keys(r), ['activated', 'alreadyActive', 'unavailable', 'matches', 'overLimit', 'remainingDeferred', 'status', 'text']);
+  assert.deepEqual(r.activated, ['WebFetch']);
+  assert.equal(r.status, 'ok');
+  assert.ok(!Object.isFrozen(r));
+  const l = chat.load(['WebFetch', 'Nope']);
+  assert.deepEqual([l.activated, l.alreadyActive, l.unavailable, l.remainingDeferred], [[], ['WebFetch'], ['Nope'], 0]);
+});
+
+test('planJson is the same text while nothing changes, and follows a change or a reload', () => {
+  const engine = new Engine(smallPolicy, small);
+  const chat = engine.session();
+  const first = chat.planJson();
+  assert.equal(chat.planJson(), first);
+  assert.deepEqual(JSON.parse(first).declared, chat.plan().declared);
+  chat.search('fetch a web page');
+  assert.deepEqual(JSON.parse(chat.planJson()).declared.map((t) => t.name), ['Read', 'WebFetch']);
+  engine.reloadRegistry(small.map((t) => (t.name === 'Read' ? { ...t, description: 'Read, changed.' } : t)));
+  assert.equal(JSON.parse(chat.planJson()).declared[0].description, 'Read, changed.');
+});
