@@ -369,7 +369,7 @@ fn levenshtein<T: PartialEq>(a: &[T], b: &[T], limit: usize) -> Option<usize> {
 
 /// The candidates closest to `input` (case-insensitively), best first, if any is close.
 pub fn closest<'a>(input: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
-    let lower = input.to_lowercase();
+    let lower = lowercase(input);
     let len = lower.chars().count();
     let limit = (input.chars().count() / 3).max(2);
     // Lengths further apart than the limit are further apart in edits too:
@@ -377,7 +377,7 @@ pub fn closest<'a>(input: &str, candidates: impl IntoIterator<Item = &'a str>) -
     let mut scored: Vec<(usize, &str)> = candidates
         .into_iter()
         .filter_map(|c| {
-            let c_lower = c.to_lowercase();
+            let c_lower = lowercase(c);
             if c_lower.chars().count().abs_diff(len) > limit {
                 return None;
             }
@@ -391,6 +391,17 @@ pub fn closest<'a>(input: &str, candidates: impl IntoIterator<Item = &'a str>) -
         .take_while(|&(d, _)| Some(d) == best)
         .map(|(_, c)| c)
         .collect()
+}
+
+/// The text in lowercase, borrowed where it is ASCII without an uppercase
+/// letter: the candidates of a suggestion (keywords, setting keys) mostly
+/// are, and a file of unknown words asks for thousands of suggestions.
+fn lowercase(text: &str) -> Cow<'_, str> {
+    if text.is_ascii() && !text.bytes().any(|b| b.is_ascii_uppercase()) {
+        Cow::Borrowed(text)
+    } else {
+        Cow::Owned(text.to_lowercase())
+    }
 }
 
 /// "did you mean `a`" / "did you mean `a` or `b`", or `None` when nothing is close.
