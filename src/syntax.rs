@@ -162,8 +162,8 @@ impl<'t> Lower<'t> {
                 // A rule left open at the end of its line, the commonest
                 // half-typed line: where the reading fails is plain, and so
                 // is the error there.
-                if let Some(d) = fast::unclosed_rule_fails_at(text, start)
-                    .and_then(|pos| self.unclosed_paren(start, pos))
+                if let Some(d) =
+                    fast::rule_fails_at(text, start).and_then(|pos| self.place_error(start, pos))
                 {
                     self.diags.push(d);
                     return (None, end.max(start + 1).min(text.len()));
@@ -395,15 +395,33 @@ impl<'t> Lower<'t> {
         starts.partition_point(|&s| s <= pos)
     }
 
-    /// The error of a rule whose `)` is missing, when the reading of the item
-    /// at `base` fails at `pos`: newlines may stand inside `( )`, so a missing
-    /// `)` shows up lines later, or at the end of the file. `None` for any
-    /// other error. It depends on the failure's place alone, not on what pest
-    /// expected there, so the reader can say it without asking pest.
-    fn unclosed_paren(&self, base: usize, pos: usize) -> Option<Diagnostic> {
+    /// The errors that depend on the failure's place alone, not on what pest
+    /// expected there, when the reading of the item at `base` fails at
+    /// `pos`, so that the reader can say them without asking pest: a rule
+    /// whose `)` is missing (newlines may stand inside `( )`, so that shows
+    /// up lines later, or at the end of the file), a rule inside a rule, and
+    /// `()`. `None` for any other error.
+    fn place_error(&self, base: usize, pos: usize) -> Option<Diagnostic> {
         let text = self.text;
-        let open = base + open_paren_before(&text[base..pos])?;
         let here = text[pos..].chars().next();
+        if here == Some(')') {
+            let line_start = text[base..pos]
+                .rfind(['\n', '\r'])
+                .map_or(base, |i| base + i + 1);
+            if text[line_start..pos].trim_end().ends_with('(') {
+                return Some(
+                    Diagnostic::new(
+                        Code::EmptyRule,
+                        Span::new(pos, pos + 1),
+                        "this rule selects nothing",
+                    )
+                    .with_help(
+                        "name at least one tool, `skill:` or `source:` pattern: `Defer(name*)`",
+                    ),
+                );
+            }
+        }
+        let open = base + open_paren_before(&text[base..pos])?;
         match here {
             None => Some(
                 Diagnostic::new(
@@ -426,6 +444,16 @@ impl<'t> Lower<'t> {
                     )),
                 )
             }
+            // Not after a line break: a `(` where a selector or the rule's
+            // end was due.
+            Some('(') => Some(
+                Diagnostic::new(
+                    Code::NestedRule,
+                    Span::new(pos, pos + 1),
+                    "a rule cannot stand inside another rule",
+                )
+                .with_help("write each rule on its own line: `Defer(x)` then `NoDefer(y)`"),
+            ),
             Some(_) => None,
         }
     }
@@ -446,30 +474,12 @@ impl<'t> Lower<'t> {
             ErrorVariant::ParsingError { positives, .. } => positives.clone(),
             ErrorVariant::CustomError { .. } => Vec::new(),
         };
-        if let Some(d) = self.unclosed_paren(base, pos) {
+        if let Some(d) = self.place_error(base, pos) {
             return d;
         }
         let found = self.found(pos);
-        // The statement this error sits in, for the special cases below. Only
-        // the item's own text is looked at, never the file before it.
-        let line_start = text[base..pos]
-            .rfind(['\n', '\r'])
-            .map_or(base, |i| base + i + 1);
-        let before = text[line_start..pos].trim_end();
+        // Only the item's own text is looked at, never the file before it.
         let in_rule_args = open_paren_before(&text[base..pos]).is_some();
-        if here == Some('(') && in_rule_args {
-            return Diagnostic::new(
-                Code::NestedRule,
-                at,
-                "a rule cannot stand inside another rule",
-            )
-            .with_help("write each rule on its own line: `Defer(x)` then `NoDefer(y)`");
-        }
-        if here == Some(')') && before.ends_with('(') {
-            return Diagnostic::new(Code::EmptyRule, at, "this rule selects nothing").with_help(
-                "name at least one tool, `skill:` or `source:` pattern: `Defer(name*)`",
-            );
-        }
         if let Some(c @ ('?' | '[' | ']' | '{' | '}')) = here
             && in_rule_args
         {

@@ -85,14 +85,16 @@ pub(super) fn recovered_end(text: &str, start: usize) -> Option<usize> {
     }
 }
 
-/// Where reading the item at `start` fails, in the plain case of a rule
-/// whose line ends inside its `( )`: `word(a, b` and a line break, then
-/// blank lines, then anything but `,` or `)` (or the end of the file). The
-/// grammar lets the rule go on over line breaks, so pest fails at that first
-/// character after them, where it expected `,` or `)`. `None` for any other
-/// shape (quotes, comments, a trailing comma, a selector on the next line):
-/// pest reads those.
-pub(super) fn unclosed_rule_fails_at(text: &str, start: usize) -> Option<usize> {
+/// Where reading the item at `start` fails, in the plain cases of a rule
+/// whose error depends on that place alone: a `(` among its selectors (a
+/// rule inside a rule), `()` (a rule that selects nothing), or a line that
+/// ends inside its `( )` (`word(a, b` and a line break, then blank lines,
+/// then anything but `,` or `)`, or the end of the file: the grammar lets
+/// the rule go on over line breaks, so pest fails at that first character
+/// after them). `None` for any other shape (quotes, comments, a trailing
+/// comma at the end of a line, a selector on the next line): pest reads
+/// those.
+pub(super) fn rule_fails_at(text: &str, start: usize) -> Option<usize> {
     let s = text.as_bytes();
     let blanks = |mut i: usize| {
         while matches!(s.get(i), Some(b' ' | b'\t')) {
@@ -115,16 +117,28 @@ pub(super) fn unclosed_rule_fails_at(text: &str, start: usize) -> Option<usize> 
         return None;
     }
     // Bare selectors separated by commas, all on the rule's line.
+    let mut first = true;
     loop {
         let from = blanks(i + 1);
+        match s.get(from) {
+            // Where a selector may start, a `(` fails at once.
+            Some(b'(') => return Some(from),
+            Some(b')') if first => return Some(from),
+            _ => {}
+        }
         let end = run(from, is_name_char);
         if end == from {
             return None;
         }
+        first = false;
         i = blanks(end);
         if s.get(i) != Some(&b',') {
             break;
         }
+    }
+    match s.get(i) {
+        None | Some(b'(') => return Some(i),
+        _ => {}
     }
     // The line ends there; blank lines after it are read as the rule's.
     crate::diag::line_break_len(s, i)?;
@@ -660,6 +674,17 @@ Mode chat {}
             "mode(a\nx",
             "Defer(skill:\nx",
             "Defer(a\n\n\nmode m {\n}\n",
+            "Defer(NoDefer(a))",
+            "Defer(a, NoDefer(b))",
+            "Defer( (",
+            "Defer(a,(",
+            "Hide()",
+            "Hide( )\n",
+            "Hide(a,)",
+            "Hide(a))",
+            "Hide(a)(",
+            "Defer(a b)",
+            "Defer(a(b",
         ] {
             agrees(src);
         }
@@ -741,7 +766,8 @@ Mode chat {}
                     "guard g", "guardx(", "search", "bot", "mode m {", "when(", "}", "{",
                     "# c", "", "  ", "a b", "Defer(a) }", "x ( y", "Grant(\"q", "1(",
                     "Defer(a, b", "Hide( a ,b\t", "Defer(a,", ",", ")", ", c)", "Defer(a #",
-                    "Hide(s:x*", "Defer(a\t", "\t)", "Grant(a) # (",
+                    "Hide(s:x*", "Defer(a\t", "\t)", "Grant(a) # (", "Hide()", "Hide( ) x",
+                    "Defer(NoDefer(a))", "Defer(a, (", "x(y(", "Defer(a)(",
                 ]),
                 0..30,
             ),
