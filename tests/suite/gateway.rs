@@ -187,15 +187,7 @@ fn children_of_both_protocol_eras_are_served_side_by_side() {
             ),
         ],
     );
-    let mut g = Gateway::connect(
-        &[
-            "--policy",
-            p.to_str().unwrap(),
-            "--servers",
-            s.to_str().unwrap(),
-        ],
-        "2025-11-25",
-    );
+    let mut g = Gateway::connect_files(&p, &s, "2025-11-25");
     assert_eq!(g.list(), ["old__echo", "new__echo"]);
     assert_eq!(text(&g.call("old__echo", json!({}))), "echo: {}");
     assert_eq!(text(&g.call("new__echo", json!({}))), "echo: {}");
@@ -256,15 +248,7 @@ fn a_child_that_fails_to_start_leaves_the_others_served() {
             ("up", fixture("echo", &[])),
         ],
     );
-    let mut g = Gateway::connect(
-        &[
-            "--policy",
-            p.to_str().unwrap(),
-            "--servers",
-            s.to_str().unwrap(),
-        ],
-        "2025-11-25",
-    );
+    let mut g = Gateway::connect_files(&p, &s, "2025-11-25");
     assert_eq!(g.list(), ["up__echo"]);
     assert_eq!(text(&g.call("up__echo", json!({}))), "echo: {}");
     let err = g.stderr();
@@ -300,15 +284,7 @@ fn activations_survive_a_child_s_registry_reload() {
 fn policy_reloads_good_and_bad() {
     let dir = temp_dir("reload");
     let (p, s) = files(&dir, POLICY, &[("fx", fixture(TOOLS, &[]))]);
-    let mut g = Gateway::connect(
-        &[
-            "--policy",
-            p.to_str().unwrap(),
-            "--servers",
-            s.to_str().unwrap(),
-        ],
-        "2025-11-25",
-    );
+    let mut g = Gateway::connect_files(&p, &s, "2025-11-25");
     assert_eq!(g.list(), ["fx__echo", "tool_search", "call_tool"]);
     std::fs::write(&p, format!("NoDefer(fx__slow)\n{POLICY}")).unwrap();
     assert!(g.wait_list_changed(DEADLINE), "{}", g.stderr());
@@ -463,15 +439,7 @@ fn a_child_that_does_not_start_in_time_is_reported_and_the_others_served() {
 fn sighup_rereads_the_policy() {
     let dir = temp_dir("hup");
     let (p, s) = files(&dir, POLICY, &[("fx", fixture(TOOLS, &[]))]);
-    let mut g = Gateway::connect(
-        &[
-            "--policy",
-            p.to_str().unwrap(),
-            "--servers",
-            s.to_str().unwrap(),
-        ],
-        "2025-11-25",
-    );
+    let mut g = Gateway::connect_files(&p, &s, "2025-11-25");
     g.list();
     let pid = g.pid().unwrap().to_string();
     let status = std::process::Command::new("kill")
@@ -488,15 +456,7 @@ fn sighup_rereads_the_policy() {
 fn a_child_killed_from_outside_is_restarted_on_the_next_call() {
     let dir = temp_dir("killed");
     let (p, s) = files(&dir, "NoDefer(*)\n", &[("fx", fixture("echo,pid", &[]))]);
-    let mut g = Gateway::connect(
-        &[
-            "--policy",
-            p.to_str().unwrap(),
-            "--servers",
-            s.to_str().unwrap(),
-        ],
-        "2025-11-25",
-    );
+    let mut g = Gateway::connect_files(&p, &s, "2025-11-25");
     let pid = text(&g.call("fx__pid", json!({})));
     let status = std::process::Command::new("kill")
         .args(["-KILL", &pid])

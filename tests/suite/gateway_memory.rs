@@ -35,15 +35,7 @@ fn memory_stays_flat_across_calls() {
             fixture("echo,secret,slow,fail", &[("FIXTURE_SLOW_MS", "0")]),
         )],
     );
-    let mut g = Gateway::connect(
-        &[
-            "--policy",
-            p.to_str().unwrap(),
-            "--servers",
-            s.to_str().unwrap(),
-        ],
-        "2025-11-25",
-    );
+    let mut g = Gateway::connect_files(&p, &s, "2025-11-25");
     let Some(pid) = g.pid().filter(|&pid| rss_kib(pid).is_some()) else {
         eprintln!("skipped: no /proc to read the gateway's resident set from");
         return;

@@ -168,6 +168,12 @@ impl Gateway {
         g
     }
 
+    /// [`Gateway::connect`] with a policy and a servers file and nothing else.
+    pub fn connect_files(policy: &Path, servers: &Path, version: &str) -> Gateway {
+        let (p, s) = (policy.to_str().unwrap(), servers.to_str().unwrap());
+        Gateway::connect(&["--policy", p, "--servers", s], version)
+    }
+
     pub fn send(&mut self, message: &Value) {
         let stdin = self.stdin.as_mut().unwrap();
         writeln!(stdin, "{message}").unwrap();
