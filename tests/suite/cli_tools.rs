@@ -182,6 +182,55 @@ fn explain_notes_an_item_the_registry_lacks() {
     );
 }
 
+/// A policy without modes has no mode to name: the header says the
+/// decision, and the bot where there is one, never "in no mode" (which
+/// reads as "never").
+#[test]
+fn explain_without_modes_names_no_mode() {
+    let dir = scratch("explain-no-modes");
+    let file = dir.join("p.policy");
+    std::fs::write(&file, "search ToolSearch\nDefer(x)\n").expect("write");
+    let path = file.to_str().expect("utf-8 path");
+    let out = policy(&["explain", "x", "--policy", path]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).starts_with("`x` is deferred\n"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = policy(&["explain", "x", "--policy", path, "--bot", "b"]);
+    assert!(
+        text(&out.stdout).starts_with("`x` is deferred for bot `b`\n"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+/// `fmt --check` numbers lines as the parser does: a lone `\r` ends one.
+#[test]
+fn fmt_check_diffs_lines_a_lone_carriage_return_ends() {
+    let dir = scratch("fmt-lone-cr");
+    let file = dir.join("p.policy");
+    std::fs::write(&file, "Defer(x) # c\rNoDefer(y)\n").expect("write");
+    let out = policy(&["fmt", "--check", file.to_str().expect("utf-8 path")]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout)
+            .contains("@@ -1,2 +1,2 @@\n-Defer(x) # c\\u{d}\n+Defer(x)  # c\n NoDefer(y)\n"),
+        "{}",
+        text(&out.stdout)
+    );
+    // A change of line breaks alone shows in the diff.
+    std::fs::write(&file, "Defer(x)\r\nDefer(y)\n").expect("write");
+    let out = policy(&["fmt", "--check", file.to_str().expect("utf-8 path")]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("@@ -1,2 +1,2 @@\n-Defer(x)\\u{d}\n+Defer(x)\n Defer(y)\n"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
 /// A file with more errors than are rendered: every one is counted, the first
 /// `MAX_RENDERED` are shown, and one line says how many more there are.
 #[test]

@@ -95,8 +95,10 @@ pub fn unified(name: &str, old: &str, new: &str, color: bool) -> String {
     if old == new {
         return String::new();
     }
-    let a: Vec<&str> = old.lines().collect();
-    let b: Vec<&str> = new.lines().collect();
+    // Lines as the parser and the diagnostics count them: a lone `\r` ends
+    // one too, so hunk ranges name the lines `check` would.
+    let a = toolpolicy::diag::split_lines(old);
+    let b = toolpolicy::diag::split_lines(new);
     let ops = ops(&a, &b);
     let paint = |code: &str, sign: char, line: &str| {
         if color {
@@ -142,6 +144,20 @@ mod tests {
             "--- p\n+++ p (formatted)\n@@ -1,5 +1,5 @@\n a\n-b\n+B\n c\n d\n e\n@@ -8,3 +8,4 @@\n h\n i\n j\n+k\n"
         );
         assert_eq!(unified("p", old, old, false), "");
+    }
+
+    /// A lone `\r` breaks a line for the diff as it does for the parser.
+    #[test]
+    fn a_lone_carriage_return_breaks_a_line() {
+        assert_eq!(
+            unified(
+                "p",
+                "Defer(x) # c\rNoDefer(y)\n",
+                "Defer(x)  # c\nNoDefer(y)\n",
+                false
+            ),
+            "--- p\n+++ p (formatted)\n@@ -1,2 +1,2 @@\n-Defer(x) # c\n+Defer(x)  # c\n NoDefer(y)\n"
+        );
     }
 
     /// Every line changed in a file of 50,000 lines: a table of lines by lines

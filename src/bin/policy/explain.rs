@@ -256,13 +256,21 @@ fn cause_words(c: CauseKind) -> &'static str {
 /// why each lost, the settings in effect and where each came from, and what
 /// would change the decision.
 pub fn render(out: &mut String, policy: &Policy, e: &Explanation) {
-    let _ = writeln!(
-        out,
-        "`{}` is {} in {}",
-        e.item,
-        e.exposure,
-        context_words(&e.context)
-    );
+    // "in mode `m`, bot `b`"; a policy without modes has no mode to name,
+    // and "in no mode" would read as "never".
+    let context = match &e.context.mode {
+        Some(_) => format!(" in {}", context_words(&e.context)),
+        None => {
+            let rest = context_words(&e.context);
+            let rest = rest.trim_start_matches("no mode").trim_start_matches(", ");
+            if rest.is_empty() {
+                String::new()
+            } else {
+                format!(" for {rest}")
+            }
+        }
+    };
+    let _ = writeln!(out, "`{}` is {}{context}", e.item, e.exposure);
     let _ = writeln!(
         out,
         "  cause: {} ({})",
