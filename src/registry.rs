@@ -513,6 +513,25 @@ fn extra_fields(outer: &Map<String, Value>, inner: &Map<String, Value>) -> Map<S
 mod tests {
     use super::*;
 
+    /// Parameters keep the schema's order (`read(path, offset?, limit?)` in a
+    /// catalog line), not an alphabetical one, and a tool's JSON keeps the
+    /// order its registry wrote.
+    #[test]
+    fn parameters_and_fields_keep_the_registry_order() {
+        let reg = Registry::from_json(
+            r#"[{"name": "read", "parameters": {"type": "object", "required": ["path"],
+                 "properties": {"path": {}, "offset": {}, "limit": {}}}}]"#,
+        )
+        .expect("loads");
+        let t = &reg.tools()[0];
+        assert_eq!(
+            t.parameter_names(),
+            [("path", true), ("offset", false), ("limit", false)]
+        );
+        let keys: Vec<&String> = t.parameters.as_object().expect("object").keys().collect();
+        assert_eq!(keys, ["type", "required", "properties"]);
+    }
+
     #[test]
     fn reads_every_shape_in_order() {
         let reg = Registry::from_json(

@@ -297,7 +297,7 @@ mod tests {
         assert!(
             r.text.starts_with(
                 "Loaded 1 tool, call it through `call_tool` with these parameters:\n\
-                 - `Read`: Read a file.\n  parameters: {\"properties\":{},\"type\":\"object\"}\n"
+                 - `Read`: Read a file.\n  parameters: {\"type\":\"object\",\"properties\":{}}\n"
             ),
             "{}",
             r.text
