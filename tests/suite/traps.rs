@@ -220,6 +220,54 @@ fn a_search_wildcard_that_captures_a_tool_is_reported_and_explained() {
     assert!(doc.get("not_declared").is_none(), "{doc}");
 }
 
+/// The decision matrix agrees with the plan: in a mode where nothing is
+/// deferred the search tool is decided active but not declared, and every
+/// output form says so.
+#[test]
+fn the_matrix_marks_search_tools_the_plan_leaves_out() {
+    let dir = scratch("matrix-search");
+    let p = dir.join("p.policy");
+    std::fs::write(
+        &p,
+        "search ToolSearch\nmode agent {\n  Defer(Grep)\n}\nmode chat {\n  defer_loading = false\n}\n",
+    )
+    .expect("write");
+    let r = dir.join("tools.json");
+    std::fs::write(&r, r#"[{"name": "ToolSearch"}, {"name": "Grep"}]"#).expect("write");
+    let (p, r) = (p.to_str().expect("utf-8"), r.to_str().expect("utf-8"));
+    let out = policy(&["explain", "--policy", p, "--registry", r]);
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("  ToolSearch  S      s\n"), "{stdout}");
+    let out = policy(&[
+        "explain",
+        "--policy",
+        p,
+        "--registry",
+        r,
+        "--format",
+        "plain",
+    ]);
+    assert!(
+        text(&out.stdout)
+            .contains("ToolSearch: agent=active (search), chat=active (search, not declared)\n"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = policy(&[
+        "explain",
+        "--policy",
+        p,
+        "--registry",
+        r,
+        "--format",
+        "json",
+    ]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("matrix JSON");
+    let cells = &doc["rows"][0]["cells"];
+    assert!(cells[0].get("not_declared").is_none(), "{doc}");
+    assert!(cells[1]["not_declared"].is_string(), "{doc}");
+}
+
 #[test]
 fn direct_calls_declare_at_most_max_activations_per_prompt() {
     let p = Policy::parse(

@@ -25,7 +25,14 @@ struct Cell<'a> {
     cause: CauseKind,
     exposure: Exposure,
     mode: Option<&'a str>,
+    /// Why a search tool decided active is left out of the plan, as
+    /// `explain ITEM` says it (SPEC 3.2).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    not_declared: Option<&'static str>,
 }
+
+/// What a search tool's cell says in a mode where nothing is deferred.
+const NOTHING_DEFERRED: &str = "nothing in the registry is deferred in this mode, and a search tool is declared only while something is";
 
 #[derive(Serialize)]
 struct Row<'a> {
@@ -34,10 +41,12 @@ struct Row<'a> {
 }
 
 /// One symbol per decision: guards and search tools apart from other active
-/// tools, since they are active whatever the rules say.
-fn symbol(exposure: Exposure, cause: CauseKind) -> char {
+/// tools, since they are active whatever the rules say; a search tool the
+/// plan leaves out (nothing deferred in the mode) in lower case.
+fn symbol(exposure: Exposure, cause: CauseKind, declared: bool) -> char {
     match (exposure, cause) {
         (_, CauseKind::Guard) => 'G',
+        (_, CauseKind::Search) if !declared => 's',
         (_, CauseKind::Search) => 'S',
         (Exposure::Active, _) => '●',
         (Exposure::Deferred, _) => '○',
@@ -45,7 +54,7 @@ fn symbol(exposure: Exposure, cause: CauseKind) -> char {
     }
 }
 
-const LEGEND: &str = "● active (declared from the start)   ○ deferred (in the catalog, found by searching)   · hidden\nG guard (always declared)   S search tool (declared while anything is deferred)";
+const LEGEND: &str = "● active (declared from the start)   ○ deferred (in the catalog, found by searching)   · hidden\nG guard (always declared)   S search tool (declared while anything is deferred)   s search tool, not declared: nothing is deferred in the mode";
 
 /// The items by the contexts, decided one row at a time.
 struct Matrix<'a> {
@@ -53,6 +62,9 @@ struct Matrix<'a> {
     modes: Vec<Option<String>>,
     resolved: Vec<Resolved>,
     items: Vec<(String, ItemRef<'a>)>,
+    /// Per mode, whether any tool is deferred: the plan declares search
+    /// tools only then.
+    deferring: Vec<bool>,
 }
 
 impl Matrix<'_> {
@@ -66,15 +78,23 @@ impl Matrix<'_> {
             .map(move |(m, r)| (m.as_deref(), self.table.decide_with(r, item, &matches)))
     }
 
+    /// Whether the plan declares a cell's item: all but a search tool in a
+    /// mode where nothing is deferred.
+    fn declared(&self, mode: usize, d: &Decision) -> bool {
+        d.cause != CauseKind::Search || self.deferring[mode]
+    }
+
     fn rows(&self) -> impl Iterator<Item = Row<'_>> + '_ {
         (0..self.items.len()).map(|k| Row {
             item: &self.items[k].0,
             cells: self
                 .row(k)
-                .map(|(mode, d)| Cell {
+                .enumerate()
+                .map(|(i, (mode, d))| Cell {
                     mode,
                     exposure: d.exposure,
                     cause: d.cause,
+                    not_declared: (!self.declared(i, &d)).then_some(NOTHING_DEFERRED),
                 })
                 .collect(),
         })
@@ -139,11 +159,25 @@ pub fn run(
                 .map(|s| (format!("skill:{}", s.name), ItemRef::from_skill(s))),
         )
         .collect();
+    // Whether a mode defers anything: a scan that stops at the first
+    // deferred tool, each tool's patterns matched once for every mode.
+    let mut deferring = vec![false; modes.len()];
+    for tool in registry.tools() {
+        if deferring.iter().all(|&d| d) {
+            break;
+        }
+        let item = ItemRef::from_tool(tool);
+        let matches = table.matching_rules(&item);
+        for (d, r) in deferring.iter_mut().zip(&resolved) {
+            *d = *d || table.decide_with(r, &item, &matches).exposure == Exposure::Deferred;
+        }
+    }
     let matrix = Matrix {
         table,
         modes,
         resolved,
         items,
+        deferring,
     };
     let mut out = BufWriter::new(std::io::stdout().lock());
     let written = match format {
@@ -172,9 +206,17 @@ fn write_plain(out: &mut impl Write, matrix: &Matrix<'_>) -> std::io::Result<()>
     for (k, (item, _)) in matrix.items.iter().enumerate() {
         let cells: Vec<String> = matrix
             .row(k)
-            .map(|(mode, d)| match mode {
-                Some(m) => format!("{m}={} ({})", d.exposure, d.cause),
-                None => format!("{} ({})", d.exposure, d.cause),
+            .enumerate()
+            .map(|(i, (mode, d))| {
+                let note = if matrix.declared(i, &d) {
+                    ""
+                } else {
+                    ", not declared"
+                };
+                match mode {
+                    Some(m) => format!("{m}={} ({}{note})", d.exposure, d.cause),
+                    None => format!("{} ({}{note})", d.exposure, d.cause),
+                }
             })
             .collect();
         writeln!(out, "{}", escape(&format!("{item}: {}", cells.join(", "))))?;
@@ -223,8 +265,14 @@ fn write_human(
     let mut counts = vec![[0usize; 3]; widths.len()];
     for (k, (item, _)) in matrix.items.iter().enumerate() {
         let mut text = format!("  {item:first$}");
-        for ((c, (_, d)), w) in counts.iter_mut().zip(matrix.row(k)).zip(&widths) {
-            text += &format!("  {:w$}", symbol(d.exposure, d.cause));
+        for (i, ((c, (_, d)), w)) in counts
+            .iter_mut()
+            .zip(matrix.row(k))
+            .zip(&widths)
+            .enumerate()
+        {
+            let declared = matrix.declared(i, &d);
+            text += &format!("  {:w$}", symbol(d.exposure, d.cause, declared));
             c[d.exposure as usize] += 1;
         }
         line(out, &text)?;
