@@ -459,7 +459,7 @@ pub fn check(w: &World<'_>, skip: &[bool], out: &mut Vec<Diagnostic>) {
                 let (message, help) = if !declared_search {
                     (
                         "no `search` tool is declared",
-                        "declare the discovery tool at top level, e.g. `search ToolSearch`",
+                        "declare the discovery tool at top level, e.g. `search ToolSearch`; behind `policy gateway` or the Node binding, which add their own, `search tool_search`",
                     )
                 } else if !search_in_registry {
                     (
