@@ -86,6 +86,24 @@ fn hidden_and_unknown_tools_are_not_found_on_every_path() {
     assert!(!text(&r).contains("Loaded"), "{r}");
 }
 
+/// `--grant` is the runtime's allow-list, as for `plan`: what it does not
+/// grant is hidden on every path; guards and the search tool stay.
+#[test]
+fn runtime_grants_restrict_what_the_client_reaches() {
+    let mut g = gateway("grant", POLICY, &["--grant", "fx__slow"], "2025-11-25");
+    assert_eq!(g.list(), ["fx__echo", "tool_search", "call_tool"]);
+    let r = g.call("tool_search", json!({"query": "", "names": ["fx__fail"]}));
+    assert!(
+        text(&r).contains("Not available in this chat: `fx__fail`."),
+        "{r}"
+    );
+    let r = g.call("call_tool", json!({"name": "fx__fail"}));
+    assert!(text(&r).ends_with("not found."), "{r}");
+    let r = g.call("tool_search", json!({"query": "", "names": ["fx__slow"]}));
+    assert!(text(&r).contains("`fx__slow`"), "{r}");
+    assert!(!text(&r).contains("Not available"), "{r}");
+}
+
 #[test]
 fn a_deferred_tool_called_first_is_not_found_then_follows_on_miss() {
     let mut g = gateway("miss", POLICY, &[], "2025-11-25");

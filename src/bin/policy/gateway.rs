@@ -1,4 +1,4 @@
-//! `policy gateway --policy F --servers F [--mode M] [--bot B] [--flag X]...
+//! `policy gateway --policy F --servers F [--mode M] [--bot B] [--flag X]... [--grant SEL]...
 //! [--exposure call|list-changed] [--call-tool NAME] [--call-timeout SECS]
 //! [--start-timeout SECS] [--dry-run [--format human|json]]`
 //!
@@ -17,7 +17,7 @@ use toolpolicy::gateway::{self, Exposure, Gateway, Options, connection::Connecti
 use toolpolicy::runtime::DEFAULT_CALL_TOOL;
 
 use crate::common::{self, CliError, Format};
-use crate::runtime_args::require_mode;
+use crate::runtime_args::{ContextArgs, require_mode};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 enum ExposureArg {
@@ -36,15 +36,10 @@ pub struct Args {
     /// The servers file: `{"mcpServers": {NAME: {command, args, env, cwd}}}` or VS Code's `{"servers": ...}`
     #[arg(long)]
     servers: PathBuf,
-    /// The mode (required when the policy declares modes)
-    #[arg(long)]
-    mode: Option<String>,
-    /// The Bot the client runs as
-    #[arg(long)]
-    bot: Option<String>,
-    /// A runtime flag that is set (repeatable)
-    #[arg(long = "flag")]
-    flags: Vec<String>,
+    /// The context every connection runs in: mode, Bot, flags and runtime
+    /// grants (`--grant source:mcp:fs` serves that server's tools alone)
+    #[command(flatten)]
+    context: ContextArgs,
     /// How activated tools reach the client
     #[arg(long, value_enum, default_value_t)]
     exposure: ExposureArg,
@@ -101,12 +96,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     }
     let options = Options {
         policy_path: args.policy.clone(),
-        context: toolpolicy::Context {
-            mode: args.mode.clone(),
-            bot: args.bot.clone(),
-            flags: args.flags.iter().cloned().collect(),
-            grants: None,
-        },
+        context: args.context.context(),
         exposure: match args.exposure {
             ExposureArg::Call => Exposure::Call,
             ExposureArg::ListChanged => Exposure::ListChanged,
