@@ -292,22 +292,42 @@ class ClaudeCode(ClientCase):
     def test_claude_code_own_tool_search(self) -> None:
         """With its defaults, Claude Code defers MCP tools itself: the
         gateway's listed tools are named in the system prompt as loadable
-        through its ToolSearch, and only those: no deferred or hidden one.
-        Set up with the README's `.mcp.json` (Claude Code expands ${HOME})."""
-        with ModelServer(lambda api, body: [("text", "ok")]) as model:
+        through its ToolSearch, and only those (no deferred or hidden one).
+        The scripted model loads the gateway's two tools with ToolSearch,
+        then goes the same way as without it. Set up with the README's
+        `.mcp.json` (Claude Code expands ${HOME} there)."""
+        gateway_tools = [self.prefix + "tool_search", self.prefix + "call_tool"]
+
+        def script(api: str, body: Any) -> list[tuple]:
+            if "ToolSearch" not in tool_names(body):
+                return [("text", "ok")]
+            if not claude_results(body["messages"], "ToolSearch"):
+                return [("tool", "ToolSearch", {"query": "select:" + ",".join(gateway_tools)})]
+            return self.script(api, body)
+
+        with ModelServer(script) as model:
             config = self.project_config()
-            run = run_client(
-                ["claude", "-p", "hello", "--mcp-config", str(config), "--strict-mcp-config"],
-                self.env(model),
-                self.project,
-            )
-            self.assertEqual(run.returncode, 0, run.stderr[-2000:])
-            posts = model.posts("/messages")
-            self.assertTrue(posts, "claude sent no request")
-            text = json.dumps(posts[0].body)
-            self.assertNotIn(self.prefix + "tool_search", tool_names(posts[0].body))
-            named = set(re.findall(r"mcp__tools__[A-Za-z0-9_]+", text))
-            self.assertEqual(named, {self.prefix + n for n in LISTED}, text[:3000])
+            prompt = "Write the test entity into the knowledge graph."
+            argv = ["claude", "-p", prompt, "--mcp-config", str(config), "--strict-mcp-config"]
+            run = run_client([*argv, "--allowedTools", "mcp__tools"], self.env(model), self.project)
+            failure = f"exit {run.returncode}\n{run.stdout[-2000:]}\n{run.stderr[-2000:]}"
+            self.assertEqual(run.returncode, 0, failure)
+            self.assertIn(FINAL, run.stdout, failure)
+            self.assertEqual(model.errors, [])
+
+            turns = [r.body for r in model.posts("/messages") if "ToolSearch" in tool_names(r.body)]
+            self.assertEqual(len(turns), 5, [json.dumps(t)[:300] for t in turns])
+            first = turns[0]
+            self.assertFalse([n for n in tool_names(first) if n.startswith(self.prefix)])
+            named = set(re.findall(r"mcp__tools__[A-Za-z0-9_]+", json.dumps(first)))
+            self.assertEqual(named, {self.prefix + n for n in LISTED}, json.dumps(first)[:3000])
+            # Loaded by ToolSearch, the gateway's tools join the list, marked
+            # deferred; the declared one, not asked for, stays out.
+            for body in turns[1:]:
+                loaded = [n for n in tool_names(body) if n.startswith(self.prefix)]
+                self.assertEqual(sorted(loaded), sorted(gateway_tools))
+            self.assert_results(claude_results(turns[-1]["messages"], self.prefix))
+            self.assert_hidden_never_sent(model, turns[1:], "messages")
         self.assert_no_gateway_left()
 
     def test_claude_code_is_served_call_exposure_under_list_changed(self) -> None:
