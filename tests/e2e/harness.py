@@ -26,6 +26,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 HOME = pathlib.Path(os.environ.get("E2E_HOME", ROOT / "target" / "e2e"))
 NPM_BIN = HOME / "npm" / "node_modules" / ".bin"
 VENV_BIN = HOME / "venv" / "bin"
+CLIENTS_BIN = HOME / "clients" / "node_modules" / ".bin"
 IN_CI = bool(os.environ.get("CI"))
 
 # The eras the client speaks; each test case runs in both.
