@@ -35,6 +35,7 @@ OUT = ROOT / "src" / "search" / "data"
 WORD = re.compile(r"^[a-z]{2,20}$")
 MAX_SENSES = 2
 MAX_RELATED = 8
+MAX_GLOSSES = 5
 
 
 def read_index(path):
@@ -132,8 +133,10 @@ def cedict(path):
         if pinyin[:1].isupper():  # proper nouns: names, places
             continue
         words = table.setdefault(simp, [])
-        for g in glosses[:4]:
-            g = g.strip()
+        # Newer releases join related senses within one gloss with `;`
+        # (`/mission; assignment; task; duty/`): each part is a gloss.
+        parts = [p.strip() for g in glosses[:4] for p in g.split(";")]
+        for g in parts[:MAX_GLOSSES]:
             if not g or GLOSS_SKIP.match(g):
                 continue
             g = re.sub(r"\([^)]*\)|\[[^\]]*\]|\|\S*", " ", g)

@@ -130,6 +130,9 @@ mod tests {
     fn cedict_translates_chinese_words() {
         assert!(chinese("删除").is_some_and(|e| e.contains(&stem("delete"))));
         assert!(chinese("日程").is_some_and(|e| e.contains(&stem("schedule"))));
+        // A gloss of related senses joined by `;` (`mission; assignment;
+        // task`) gives each of them.
+        assert!(chinese("任务").is_some_and(|e| e.contains(&stem("task"))));
         assert!(chinese("不是一个词").is_none());
     }
 }
