@@ -627,6 +627,11 @@ impl SearchIndex {
             Piece::Cjk(run) => {
                 previous = None;
                 let mut s = String::new();
+                // The concept of the bigram starting at each character, and
+                // of each character alone: a dictionary word's English joins
+                // the concept of the word's own characters.
+                let first_bigram = concept + 1;
+                let mut char_concept = vec![0u32; run.len()];
                 for w in run.windows(2) {
                     s.clear();
                     s.extend(w);
@@ -640,7 +645,7 @@ impl SearchIndex {
                     };
                     push(&s, w, concept, Origin::Word);
                 }
-                for &c in &run {
+                for (k, &c) in run.iter().enumerate() {
                     if !is_cjk_stopchar(c) {
                         s.clear();
                         s.push(c);
@@ -650,6 +655,7 @@ impl SearchIndex {
                             W_CJK_UNIGRAM
                         };
                         concept += 1;
+                        char_concept[k] = concept;
                         push(&s, w, concept, Origin::Word);
                     }
                 }
@@ -662,7 +668,11 @@ impl SearchIndex {
                         s.clear();
                         s.extend(&run[i..i + len]);
                         if let Some(english) = lexicon::chinese(&s) {
-                            concept += 1;
+                            let concept = if len > 1 {
+                                first_bigram + i as u32
+                            } else {
+                                char_concept[i]
+                            };
                             // A character alone has many senses: its English
                             // says less, and a function character's nothing.
                             let weight = match len {
