@@ -36,9 +36,11 @@
 //! storage` -> `localstorage`), name terms the word is the start of (`auth` ->
 //! `authenticated`), Chinese equivalents (`附近`/`周边`, `走路`/`步行`) and a small
 //! Chinese-to-English glossary of software and everyday words (`文件` -> file,
-//! `步行` -> walking), so a Chinese query also finds tools described in English.
-//! Within a concept a tool scores its best variant in full and the rest at a
-//! fraction, so a word with many synonyms still counts about once.
+//! `步行` -> walking), so a Chinese query also finds tools described in English
+//! (used whether or not the registry has the Chinese word too; the
+//! equivalents count with the word itself as one concept). Within a concept
+//! a tool scores its best variant in full and the rest at a fraction, so a
+//! word with many synonyms still counts about once.
 //!
 //! Beyond that hand-written vocabulary, two lexical resources are compiled in
 //! (`lexicon`): WordNet gives each English query word the synonyms of its
@@ -244,7 +246,7 @@ impl SearchIndex {
 
     /// This index without the tools at the registry indices `hidden`, as if
     /// they were absent (SPEC 3.3): their words are no terms, and term
-    /// statistics, prefix expansion and the glossary see only the others, so
+    /// statistics and prefix expansion see only the others, so
     /// no ranking reveals anything about a hidden tool. Indices stay registry
     /// indices. The registry is not read again: the statistics are counted
     /// from the words this index already holds.
@@ -335,21 +337,6 @@ impl SearchIndex {
     fn term(&self, term: &str) -> Option<u32> {
         let id = *self.corpus.terms.get(term)?;
         (!self.postings[id as usize].is_empty()).then_some(id)
-    }
-
-    /// Whether some tool's text has the CJK word `chars`: its character, or
-    /// every one of its bigrams.
-    fn has_cjk_word(&self, chars: &[char]) -> bool {
-        let mut s = String::new();
-        if chars.len() == 1 {
-            s.push(chars[0]);
-            return self.term(&s).is_some();
-        }
-        chars.windows(2).all(|w| {
-            s.clear();
-            s.extend(w);
-            self.term(&s).is_some()
-        })
     }
 
     /// Name terms that `word` (stemmed, not itself a term) abbreviates:
@@ -694,22 +681,27 @@ impl SearchIndex {
                     }
                     i += step;
                 }
-                // Known words inside the run bring their equivalents.
+                // Known words inside the run bring their equivalents, which
+                // count with the word itself, and their English, used even
+                // where the registry has the Chinese word (a tool may say it
+                // in English).
                 for i in 0..run.len() {
                     for len in 1..=cjk.max_len.min(run.len() - i) {
                         s.clear();
                         s.extend(&run[i..i + len]);
                         if let Some(entry) = cjk.words.get(s.as_str()) {
+                            let own = match len {
+                                1 => char_concept[i],
+                                _ => first_bigram + i as u32,
+                            };
                             concept += 1;
                             for (t, w) in &entry.same {
-                                push(t, *w, concept, Origin::Vocabulary);
+                                let c = if own != 0 { own } else { concept };
+                                push(t, *w, c, Origin::Vocabulary);
                             }
-                            // Translated only where the registry does not
-                            // have the Chinese word itself.
-                            if !self.has_cjk_word(&run[i..i + len]) {
-                                for (t, w) in &entry.english {
-                                    push(t, *w, concept, Origin::Vocabulary);
-                                }
+                            concept += 1;
+                            for (t, w) in &entry.english {
+                                push(t, *w, concept, Origin::Vocabulary);
                             }
                         }
                     }
@@ -1207,6 +1199,19 @@ mod tests {
         assert_eq!(names(&reg, &idx, "把日程改一下")[0], "calendar_event_patch");
         // 仪表盘 -> dashboard, though the registry has 新建 in Chinese only.
         assert_eq!(names(&reg, &idx, "新建一个仪表盘")[0], "dashboard_create");
+    }
+
+    #[test]
+    fn chinese_words_bring_their_english_where_the_registry_has_them_too() {
+        // 仓库 is in the registry in Chinese; the glossary's `repository`
+        // (CC-CEDICT says depot, storehouse) still finds the English tool.
+        let reg = registry(&[
+            ("zh_repo", "查看仓库信息"),
+            ("get_repository", "Get a repository"),
+            ("noise", "地图服务"),
+        ]);
+        let idx = SearchIndex::new(&reg);
+        assert_eq!(names(&reg, &idx, "仓库"), ["zh_repo", "get_repository"]);
     }
 
     #[test]
