@@ -107,6 +107,9 @@ const W_LEXICON_RELATED: f32 = 0.35;
 /// and the first ones come from the most frequent senses.
 const MAX_LEXICON_SYNONYMS: usize = 4;
 const MAX_LEXICON_RELATED: usize = 3;
+/// A sense used at least this often (a share of the word's tagged uses)
+/// gives its words in full; a rarer one proportionally less.
+const FULL_SENSE_SHARE: f32 = 0.25;
 /// CC-CEDICT: the English of a Chinese word in the query, used even where the
 /// registry has the Chinese word too (a tool may say it in English, or name
 /// itself in English), and weighted under a direct match.
@@ -590,11 +593,13 @@ impl SearchIndex {
                         }
                     }
                     if let Some(r) = lexicon::english(&s) {
-                        for t in r.synonyms.iter().take(MAX_LEXICON_SYNONYMS) {
-                            push(t, W_LEXICON_SYNONYM, concept, Origin::WordNet);
+                        for (t, share) in r.synonyms.iter().take(MAX_LEXICON_SYNONYMS) {
+                            let w = W_LEXICON_SYNONYM * sense_weight(*share);
+                            push(t, w, concept, Origin::WordNet);
                         }
-                        for t in r.related.iter().take(MAX_LEXICON_RELATED) {
-                            push(t, W_LEXICON_RELATED, concept, Origin::WordNet);
+                        for (t, share) in r.related.iter().take(MAX_LEXICON_RELATED) {
+                            let w = W_LEXICON_RELATED * sense_weight(*share);
+                            push(t, w, concept, Origin::WordNet);
                         }
                     }
                 }
@@ -711,6 +716,12 @@ impl SearchIndex {
         });
         out
     }
+}
+
+/// How much a WordNet expansion counts, from the share of the query word's
+/// uses that its sense has: in full from [`FULL_SENSE_SHARE`] up, less below.
+fn sense_weight(share: f32) -> f32 {
+    (share / FULL_SENSE_SHARE).min(1.0)
 }
 
 /// The concept of the plural hint, shared by every plural in the query.
