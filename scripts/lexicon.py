@@ -155,8 +155,7 @@ def wordnet(dir_):
                 if sym == "+" and src == me:
                     put(rel, data[tpos][toff][0][dst - 1], x)
                 elif sym == "@" and p == "v" and rank == 0 and src == 0:
-                    # What the first verb sense is a kind of (@), entails
-                    # (*), and its verb group and see-also (^ $).
+                    # What the first verb sense is a kind of.
                     put(rel, data[tpos][toff][0][0], x)
         for w in syn:
             rel.pop(w, None)

@@ -18,7 +18,8 @@
 //! `wrote`/`found`/`children`) and stripped of a small stopword list. Chinese,
 //! Japanese and Korean text is indexed as character unigrams and bigrams of
 //! every CJK run, so any substring of two or more characters finds the text
-//! that contains it.
+//! that contains it; a word split by a measure word (`留个言`) is also read
+//! whole (`留言`).
 //!
 //! Scoring is BM25F: per tool, each term's field frequencies are weighted and
 //! length-normalised per field, then saturated once (`k1`), and multiplied by
@@ -711,6 +712,26 @@ impl SearchIndex {
                         }
                     }
                 }
+                // A verb split by a measure word or an aspect particle
+                // (留个言, 开了会) is the word itself: its bigram and its
+                // English.
+                for w in run.windows(3) {
+                    if !SPLITTERS.contains(w[1])
+                        || w.iter().any(|&c| is_cjk_stopchar(c) && c != w[1])
+                    {
+                        continue;
+                    }
+                    s.clear();
+                    s.push(w[0]);
+                    s.push(w[2]);
+                    if let Some(english) = lexicon::chinese(&s) {
+                        concept += 1;
+                        push(&s, W_CJK_BIGRAM, concept, Origin::Joined);
+                        for t in &english {
+                            push(t, W_CEDICT, concept, Origin::Cedict);
+                        }
+                    }
+                }
             }
             Piece::Break => previous = None,
         });
@@ -723,6 +744,9 @@ impl SearchIndex {
 fn sense_weight(share: f32) -> f32 {
     (share / FULL_SENSE_SHARE).min(1.0)
 }
+
+/// Characters that split a Chinese verb-object word (`留个言` is `留言`).
+const SPLITTERS: &str = "个了过";
 
 /// The concept of the plural hint, shared by every plural in the query.
 const PLURAL_CONCEPT: u32 = u32::MAX;
@@ -1223,6 +1247,29 @@ mod tests {
         ]);
         let idx = SearchIndex::new(&reg);
         assert_eq!(names(&reg, &idx, "仓库"), ["zh_repo", "get_repository"]);
+    }
+
+    #[test]
+    fn a_chinese_verb_split_by_a_measure_word_is_the_word() {
+        let reg = registry(&[
+            ("approval_task_approve", "审批-同意审批单"),
+            ("approval_comment_create", "审批-在审批单下留言"),
+            ("message_post", "Post a message"),
+        ]);
+        let idx = SearchIndex::new(&reg);
+        // 留个言 is 留言 (leave a message): its bigram and its English.
+        let terms = idx.query_terms("审批单上留个言");
+        for term in ["留言", "messag"] {
+            let id = idx.term(term).unwrap();
+            assert!(
+                terms.iter().any(|t| t.id == id && t.weight >= W_CEDICT),
+                "{term}: {terms:?}"
+            );
+        }
+        assert_eq!(
+            names(&reg, &idx, "审批单上留个言")[0],
+            "approval_comment_create"
+        );
     }
 
     #[test]
