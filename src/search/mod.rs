@@ -10,7 +10,7 @@
 //! | --- | ---: | --- |
 //! | name | 3.0 | the tool name, split on `_ - . / :`, spaces and camelCase |
 //! | description | 1.0 | the description |
-//! | parameter names | 0.6 | the keys of the schema's top-level `properties` |
+//! | parameter names | 0.4 | the keys of the schema's top-level `properties` |
 //! | parameter text | 0.15 | those properties' `description` strings and string `enum` values |
 //!
 //! Words are lowercased, lightly stemmed (plurals, `-ing`, `-ed`, `-ly`,
@@ -80,7 +80,7 @@ use vocab::{QUESTION_WORDS, cjk_vocab, synonyms};
 
 /// Field weights and length-normalisation strengths, in field order
 /// (name, description, parameter names, parameter text).
-const FIELD_WEIGHT: [f32; FIELDS] = [3.0, 1.0, 0.6, 0.15];
+const FIELD_WEIGHT: [f32; FIELDS] = [3.0, 1.0, 0.4, 0.15];
 const FIELD_B: [f32; FIELDS] = [0.4, 0.75, 0.5, 0.75];
 const FIELDS: usize = 4;
 const NAME: usize = 0;
