@@ -17,7 +17,8 @@ includes in the binary and reads once, the first time a query needs them:
   `get` rarely has, says almost nothing. Only words that the tagged corpus
   has seen are kept, so rare senses do not flood a query.
 * `cedict.tsv`: per simplified Chinese word of one to four characters,
-  `word<TAB>english words`: the content words of its first glosses, without
+  `word<TAB>english words`: the content words of its first glosses and of
+  any later gloss marked as a sense of computing, without
   proper nouns, variants, classifiers and explanations in brackets.
 
 Sources, installed with ordinary package clients (no network at build time):
@@ -168,6 +169,7 @@ def wordnet(dir_):
     return [table[w] for w in sorted(table)]
 
 
+COMPUTING = re.compile(r"\((computing|Internet|data|programming|software|networking)\)", re.I)
 GLOSS_SKIP = re.compile(
     r"^(surname |variant of|old variant|see |used in |CL:|also written|also pr\.|abbr\. for|Japanese variant|erhua variant|\(Tw\)|\(old\)|\(archaic\)|\(literary\)|\(dialect\)|\(Cantonese\))",
     re.I,
@@ -194,8 +196,12 @@ def cedict(path):
         words = table.setdefault(simp, [])
         # Newer releases join related senses within one gloss with `;`
         # (`/mission; assignment; task; duty/`): each part is a gloss.
-        parts = [p.strip() for g in glosses[:4] for p in g.split(";")]
-        for g in parts[:MAX_GLOSSES]:
+        parts = [p.strip() for g in glosses for p in g.split(";")]
+        first = [p.strip() for g in glosses[:4] for p in g.split(";")][:MAX_GLOSSES]
+        # The first senses, and any later one of computing (导出: to derive,
+        # ..., to export (data)): tools are software.
+        parts = first + [p for p in parts[len(first) :] if COMPUTING.search(p)]
+        for g in parts:
             if not g or GLOSS_SKIP.match(g):
                 continue
             g = re.sub(r"\([^)]*\)|\[[^\]]*\]|\|\S*", " ", g)

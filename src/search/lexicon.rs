@@ -181,6 +181,9 @@ mod tests {
         // A gloss of related senses joined by `;` (`mission; assignment;
         // task`) gives each of them.
         assert!(chinese("任务").is_some_and(|e| e.contains(&stem("task"))));
+        // A computing sense is kept wherever the entry lists it (导出: to
+        // derive, ..., to export (data)).
+        assert!(chinese("导出").is_some_and(|e| e.contains(&stem("export"))));
         assert!(chinese("不是一个词").is_none());
     }
 }
