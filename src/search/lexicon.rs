@@ -18,11 +18,15 @@ static CEDICT: &str = include_str!("data/cedict.tsv");
 pub(super) const CEDICT_MAX_CHARS: usize = 4;
 
 /// What WordNet says about one query word: its synonyms (the other words of
-/// its most frequent senses) and its related words (derivations such as
-/// `subscribe`/`subscription`, and what a verb's first sense is a kind of).
+/// its frequent senses) and its related words (derivations such as
+/// `subscribe`/`subscription`, and what a verb's first sense is a kind of or
+/// entails), each with the share of the word's uses (in WordNet's
+/// sense-tagged corpus) that the sense it comes from has, from 0 to 1: a
+/// light verb such as `show` spreads over many senses, so each of them says
+/// little.
 pub(super) struct Related {
-    pub synonyms: Vec<String>,
-    pub related: Vec<String>,
+    pub synonyms: Vec<(String, f32)>,
+    pub related: Vec<(String, f32)>,
 }
 
 /// Stem of an English lemma -> the byte offsets of its lines in [`WORDNET`].
@@ -40,7 +44,8 @@ fn wordnet_index() -> &'static HashMap<String, Vec<u32>> {
 }
 
 /// The synonyms and related words of the English word whose stem is `stemmed`,
-/// stemmed, without the word itself and without stopwords.
+/// stemmed, without the word itself and without stopwords, most frequent
+/// sense first.
 pub(super) fn english(stemmed: &str) -> Option<Related> {
     let offsets = wordnet_index().get(stemmed)?;
     let mut out = Related {
@@ -52,11 +57,31 @@ pub(super) fn english(stemmed: &str) -> Option<Related> {
         let mut fields = line.split('\t').skip(1);
         let synonyms = fields.next().unwrap_or("");
         let related = fields.next().unwrap_or("");
-        push_stems(&mut out.synonyms, synonyms, stemmed);
-        push_stems(&mut out.related, related, stemmed);
+        push_shared(&mut out.synonyms, synonyms, stemmed);
+        push_shared(&mut out.related, related, stemmed);
     }
-    out.related.retain(|r| !out.synonyms.contains(r));
+    out.related
+        .retain(|(r, _)| !out.synonyms.iter().any(|(s, _)| s == r));
+    let by_share = |a: &(String, f32), b: &(String, f32)| b.1.total_cmp(&a.1);
+    out.synonyms.sort_by(by_share);
+    out.related.sort_by(by_share);
     Some(out)
+}
+
+/// Adds the stems of `word:percent` entries, each once at its highest share.
+fn push_shared(out: &mut Vec<(String, f32)>, entries: &str, except: &str) {
+    for entry in entries.split_whitespace() {
+        let (word, percent) = entry.split_once(':').unwrap_or((entry, "100"));
+        let share = percent.parse::<f32>().unwrap_or(100.0) / 100.0;
+        let s = stem(word);
+        if s == except || is_stopword(&s) {
+            continue;
+        }
+        match out.iter_mut().find(|(t, _)| *t == s) {
+            Some(e) => e.1 = e.1.max(share),
+            None => out.push((s, share)),
+        }
+    }
 }
 
 /// Line starts of [`CEDICT`], in its (byte-wise sorted) order.
@@ -120,16 +145,45 @@ mod tests {
     #[test]
     fn wordnet_gives_synonyms_and_derivations() {
         let r = english(&stem("subscribe")).expect("subscribe is in WordNet");
-        assert!(r.related.contains(&stem("subscription")), "{:?}", r.related);
+        assert!(
+            r.related.iter().any(|(w, _)| *w == stem("subscription")),
+            "{:?}",
+            r.related
+        );
         let r = english(&stem("finish")).expect("finish is in WordNet");
-        assert!(r.synonyms.contains(&stem("complete")), "{:?}", r.synonyms);
+        assert!(
+            r.synonyms.iter().any(|(w, _)| *w == stem("complete")),
+            "{:?}",
+            r.synonyms
+        );
         assert!(english("zzzz").is_none());
+    }
+
+    #[test]
+    fn wordnet_weighs_synonyms_by_how_often_their_sense_is_used() {
+        let r = english(&stem("start")).expect("start is in WordNet");
+        let share = |w: &str| {
+            r.synonyms
+                .iter()
+                .find(|(t, _)| *t == stem(w))
+                .map_or(0.0, |e| e.1)
+        };
+        // `begin` is what `start` usually means; `get` (`get going`) shares
+        // a sense with it that `get` itself rarely has.
+        assert!(share("begin") > 0.4, "{:?}", r.synonyms);
+        assert!(share("get") < 0.05, "{:?}", r.synonyms);
     }
 
     #[test]
     fn cedict_translates_chinese_words() {
         assert!(chinese("删除").is_some_and(|e| e.contains(&stem("delete"))));
         assert!(chinese("日程").is_some_and(|e| e.contains(&stem("schedule"))));
+        // A gloss of related senses joined by `;` (`mission; assignment;
+        // task`) gives each of them.
+        assert!(chinese("任务").is_some_and(|e| e.contains(&stem("task"))));
+        // A computing sense is kept wherever the entry lists it (导出: to
+        // derive, ..., to export (data)).
+        assert!(chinese("导出").is_some_and(|e| e.contains(&stem("export"))));
         assert!(chinese("不是一个词").is_none());
     }
 }

@@ -10,7 +10,7 @@
 //! | --- | ---: | --- |
 //! | name | 3.0 | the tool name, split on `_ - . / :`, spaces and camelCase |
 //! | description | 1.0 | the description |
-//! | parameter names | 0.6 | the keys of the schema's top-level `properties` |
+//! | parameter names | 0.4 | the keys of the schema's top-level `properties` |
 //! | parameter text | 0.15 | those properties' `description` strings and string `enum` values |
 //!
 //! Words are lowercased, lightly stemmed (plurals, `-ing`, `-ed`, `-ly`,
@@ -18,7 +18,8 @@
 //! `wrote`/`found`/`children`) and stripped of a small stopword list. Chinese,
 //! Japanese and Korean text is indexed as character unigrams and bigrams of
 //! every CJK run, so any substring of two or more characters finds the text
-//! that contains it.
+//! that contains it; a word split by a measure word (`留个言`) is also read
+//! whole (`留言`).
 //!
 //! Scoring is BM25F: per tool, each term's field frequencies are weighted and
 //! length-normalised per field, then saturated once (`k1`), and multiplied by
@@ -36,9 +37,11 @@
 //! storage` -> `localstorage`), name terms the word is the start of (`auth` ->
 //! `authenticated`), Chinese equivalents (`附近`/`周边`, `走路`/`步行`) and a small
 //! Chinese-to-English glossary of software and everyday words (`文件` -> file,
-//! `步行` -> walking), so a Chinese query also finds tools described in English.
-//! Within a concept a tool scores its best variant in full and the rest at a
-//! fraction, so a word with many synonyms still counts about once.
+//! `步行` -> walking), so a Chinese query also finds tools described in English
+//! (used whether or not the registry has the Chinese word too; the
+//! equivalents count with the word itself as one concept). Within a concept
+//! a tool scores its best variant in full and the rest at a fraction, so a
+//! word with many synonyms still counts about once.
 //!
 //! Beyond that hand-written vocabulary, two lexical resources are compiled in
 //! (`lexicon`): WordNet gives each English query word the synonyms of its
@@ -77,7 +80,7 @@ use vocab::{QUESTION_WORDS, cjk_vocab, synonyms};
 
 /// Field weights and length-normalisation strengths, in field order
 /// (name, description, parameter names, parameter text).
-const FIELD_WEIGHT: [f32; FIELDS] = [3.0, 1.0, 0.6, 0.15];
+const FIELD_WEIGHT: [f32; FIELDS] = [3.0, 1.0, 0.4, 0.15];
 const FIELD_B: [f32; FIELDS] = [0.4, 0.75, 0.5, 0.75];
 const FIELDS: usize = 4;
 const NAME: usize = 0;
@@ -105,6 +108,9 @@ const W_LEXICON_RELATED: f32 = 0.35;
 /// and the first ones come from the most frequent senses.
 const MAX_LEXICON_SYNONYMS: usize = 4;
 const MAX_LEXICON_RELATED: usize = 3;
+/// A sense used at least this often (a share of the word's tagged uses)
+/// gives its words in full; a rarer one proportionally less.
+const FULL_SENSE_SHARE: f32 = 0.25;
 /// CC-CEDICT: the English of a Chinese word in the query, used even where the
 /// registry has the Chinese word too (a tool may say it in English, or name
 /// itself in English), and weighted under a direct match.
@@ -244,7 +250,7 @@ impl SearchIndex {
 
     /// This index without the tools at the registry indices `hidden`, as if
     /// they were absent (SPEC 3.3): their words are no terms, and term
-    /// statistics, prefix expansion and the glossary see only the others, so
+    /// statistics and prefix expansion see only the others, so
     /// no ranking reveals anything about a hidden tool. Indices stay registry
     /// indices. The registry is not read again: the statistics are counted
     /// from the words this index already holds.
@@ -335,21 +341,6 @@ impl SearchIndex {
     fn term(&self, term: &str) -> Option<u32> {
         let id = *self.corpus.terms.get(term)?;
         (!self.postings[id as usize].is_empty()).then_some(id)
-    }
-
-    /// Whether some tool's text has the CJK word `chars`: its character, or
-    /// every one of its bigrams.
-    fn has_cjk_word(&self, chars: &[char]) -> bool {
-        let mut s = String::new();
-        if chars.len() == 1 {
-            s.push(chars[0]);
-            return self.term(&s).is_some();
-        }
-        chars.windows(2).all(|w| {
-            s.clear();
-            s.extend(w);
-            self.term(&s).is_some()
-        })
     }
 
     /// Name terms that `word` (stemmed, not itself a term) abbreviates:
@@ -603,11 +594,13 @@ impl SearchIndex {
                         }
                     }
                     if let Some(r) = lexicon::english(&s) {
-                        for t in r.synonyms.iter().take(MAX_LEXICON_SYNONYMS) {
-                            push(t, W_LEXICON_SYNONYM, concept, Origin::WordNet);
+                        for (t, share) in r.synonyms.iter().take(MAX_LEXICON_SYNONYMS) {
+                            let w = W_LEXICON_SYNONYM * sense_weight(*share);
+                            push(t, w, concept, Origin::WordNet);
                         }
-                        for t in r.related.iter().take(MAX_LEXICON_RELATED) {
-                            push(t, W_LEXICON_RELATED, concept, Origin::WordNet);
+                        for (t, share) in r.related.iter().take(MAX_LEXICON_RELATED) {
+                            let w = W_LEXICON_RELATED * sense_weight(*share);
+                            push(t, w, concept, Origin::WordNet);
                         }
                     }
                 }
@@ -627,6 +620,11 @@ impl SearchIndex {
             Piece::Cjk(run) => {
                 previous = None;
                 let mut s = String::new();
+                // The concept of the bigram starting at each character, and
+                // of each character alone: a dictionary word's English joins
+                // the concept of the word's own characters.
+                let first_bigram = concept + 1;
+                let mut char_concept = vec![0u32; run.len()];
                 for w in run.windows(2) {
                     s.clear();
                     s.extend(w);
@@ -640,7 +638,7 @@ impl SearchIndex {
                     };
                     push(&s, w, concept, Origin::Word);
                 }
-                for &c in &run {
+                for (k, &c) in run.iter().enumerate() {
                     if !is_cjk_stopchar(c) {
                         s.clear();
                         s.push(c);
@@ -650,6 +648,7 @@ impl SearchIndex {
                             W_CJK_UNIGRAM
                         };
                         concept += 1;
+                        char_concept[k] = concept;
                         push(&s, w, concept, Origin::Word);
                     }
                 }
@@ -662,7 +661,11 @@ impl SearchIndex {
                         s.clear();
                         s.extend(&run[i..i + len]);
                         if let Some(english) = lexicon::chinese(&s) {
-                            concept += 1;
+                            let concept = if len > 1 {
+                                first_bigram + i as u32
+                            } else {
+                                char_concept[i]
+                            };
                             // A character alone has many senses: its English
                             // says less, and a function character's nothing.
                             let weight = match len {
@@ -684,23 +687,48 @@ impl SearchIndex {
                     }
                     i += step;
                 }
-                // Known words inside the run bring their equivalents.
+                // Known words inside the run bring their equivalents, which
+                // count with the word itself, and their English, used even
+                // where the registry has the Chinese word (a tool may say it
+                // in English).
                 for i in 0..run.len() {
                     for len in 1..=cjk.max_len.min(run.len() - i) {
                         s.clear();
                         s.extend(&run[i..i + len]);
                         if let Some(entry) = cjk.words.get(s.as_str()) {
+                            let own = match len {
+                                1 => char_concept[i],
+                                _ => first_bigram + i as u32,
+                            };
                             concept += 1;
                             for (t, w) in &entry.same {
+                                let c = if own != 0 { own } else { concept };
+                                push(t, *w, c, Origin::Vocabulary);
+                            }
+                            concept += 1;
+                            for (t, w) in &entry.english {
                                 push(t, *w, concept, Origin::Vocabulary);
                             }
-                            // Translated only where the registry does not
-                            // have the Chinese word itself.
-                            if !self.has_cjk_word(&run[i..i + len]) {
-                                for (t, w) in &entry.english {
-                                    push(t, *w, concept, Origin::Vocabulary);
-                                }
-                            }
+                        }
+                    }
+                }
+                // A verb split by a measure word or an aspect particle
+                // (留个言, 开了会) is the word itself: its bigram and its
+                // English.
+                for w in run.windows(3) {
+                    if !SPLITTERS.contains(w[1])
+                        || w.iter().any(|&c| is_cjk_stopchar(c) && c != w[1])
+                    {
+                        continue;
+                    }
+                    s.clear();
+                    s.push(w[0]);
+                    s.push(w[2]);
+                    if let Some(english) = lexicon::chinese(&s) {
+                        concept += 1;
+                        push(&s, W_CJK_BIGRAM, concept, Origin::Joined);
+                        for t in &english {
+                            push(t, W_CEDICT, concept, Origin::Cedict);
                         }
                     }
                 }
@@ -710,6 +738,15 @@ impl SearchIndex {
         out
     }
 }
+
+/// How much a WordNet expansion counts, from the share of the query word's
+/// uses that its sense has: in full from [`FULL_SENSE_SHARE`] up, less below.
+fn sense_weight(share: f32) -> f32 {
+    (share / FULL_SENSE_SHARE).min(1.0)
+}
+
+/// Characters that split a Chinese verb-object word (`留个言` is `留言`).
+const SPLITTERS: &str = "个了过";
 
 /// The concept of the plural hint, shared by every plural in the query.
 const PLURAL_CONCEPT: u32 = u32::MAX;
@@ -1197,6 +1234,42 @@ mod tests {
         assert_eq!(names(&reg, &idx, "把日程改一下")[0], "calendar_event_patch");
         // 仪表盘 -> dashboard, though the registry has 新建 in Chinese only.
         assert_eq!(names(&reg, &idx, "新建一个仪表盘")[0], "dashboard_create");
+    }
+
+    #[test]
+    fn chinese_words_bring_their_english_where_the_registry_has_them_too() {
+        // 仓库 is in the registry in Chinese; the glossary's `repository`
+        // (CC-CEDICT says depot, storehouse) still finds the English tool.
+        let reg = registry(&[
+            ("zh_repo", "查看仓库信息"),
+            ("get_repository", "Get a repository"),
+            ("noise", "地图服务"),
+        ]);
+        let idx = SearchIndex::new(&reg);
+        assert_eq!(names(&reg, &idx, "仓库"), ["zh_repo", "get_repository"]);
+    }
+
+    #[test]
+    fn a_chinese_verb_split_by_a_measure_word_is_the_word() {
+        let reg = registry(&[
+            ("approval_task_approve", "审批-同意审批单"),
+            ("approval_comment_create", "审批-在审批单下留言"),
+            ("message_post", "Post a message"),
+        ]);
+        let idx = SearchIndex::new(&reg);
+        // 留个言 is 留言 (leave a message): its bigram and its English.
+        let terms = idx.query_terms("审批单上留个言");
+        for term in ["留言", "messag"] {
+            let id = idx.term(term).unwrap();
+            assert!(
+                terms.iter().any(|t| t.id == id && t.weight >= W_CEDICT),
+                "{term}: {terms:?}"
+            );
+        }
+        assert_eq!(
+            names(&reg, &idx, "审批单上留个言")[0],
+            "approval_comment_create"
+        );
     }
 
     #[test]

@@ -33,29 +33,32 @@ struct Query {
 
 /// Floors a little below the measured figures, so a regression fails.
 /// Tuned set, measured: 0.91 / 0.99 over 197 queries; Chinese 0.92 / 1.00
-/// over 37 (0.90 / 0.98 and 0.89 / 1.00 before the lexicon and the rest of
-/// issue 11; 0.88 / 0.98 and 0.86 / 1.00 before the held-out work).
+/// over 37 (the same before the last round of issue 11; 0.90 / 0.98 and
+/// 0.89 / 1.00 before the lexicon and the rest of issue 11; 0.88 / 0.98 and
+/// 0.86 / 1.00 before the held-out work).
 const FLOOR_AT_1: f64 = 0.88;
 const FLOOR_AT_4: f64 = 0.96;
 const FLOOR_CJK_AT_1: f64 = 0.86;
 const FLOOR_CJK_AT_4: f64 = 0.97;
 
-/// Held-out set, development half, measured: 0.72 / 0.95 over 97 queries;
-/// Chinese 0.67 / 0.92 over 24 (0.74 / 0.96 and 0.71 / 0.96 before issue 11;
-/// 0.53 / 0.75 and 0.54 / 0.67 before the held-out work).
+/// Held-out set, development half, measured: 0.77 / 0.96 over 97 queries;
+/// Chinese 0.75 / 0.96 over 24 (0.72 / 0.95 and 0.67 / 0.92 before the last
+/// round of issue 11; 0.74 / 0.96 and 0.71 / 0.96 before issue 11; 0.53 /
+/// 0.75 and 0.54 / 0.67 before the held-out work).
 const FLOOR_DEV: Floors = Floors {
-    at1: 0.69,
-    at4: 0.92,
-    cjk_at1: 0.62,
-    cjk_at4: 0.88,
+    at1: 0.74,
+    at4: 0.93,
+    cjk_at1: 0.70,
+    cjk_at4: 0.92,
 };
-/// Held-out set, untouched half: 0.66 / 0.86 over 96 queries; Chinese 0.79 /
-/// 0.96 over 24 (0.62 / 0.84 and 0.67 / 0.92 before issue 11; 0.55 / 0.78
-/// and 0.54 / 0.71 before the held-out work).
+/// Held-out set, untouched half: 0.66 / 0.86 over 96 queries; Chinese 0.75 /
+/// 0.96 over 24 (0.66 / 0.86 and 0.79 / 0.96 before the last round of issue
+/// 11; 0.62 / 0.84 and 0.67 / 0.92 before issue 11; 0.55 / 0.78 and 0.54 /
+/// 0.71 before the held-out work).
 const FLOOR_HOLDOUT: Floors = Floors {
     at1: 0.62,
     at4: 0.83,
-    cjk_at1: 0.75,
+    cjk_at1: 0.70,
     cjk_at4: 0.92,
 };
 
@@ -298,23 +301,25 @@ fn project_registries() -> Registry {
     Registry::new(tools).expect("names are unique once prefixed")
 }
 
-/// Project registries, development half, measured: 0.53 / 0.76 over 83
-/// queries; Chinese 0.45 / 0.70 over 33 (0.49 / 0.69 and 0.39 / 0.58 with
-/// the ranking as it was when the queries were written).
+/// Project registries, development half, measured: 0.58 / 0.81 over 83
+/// queries; Chinese 0.58 / 0.82 over 33 (0.53 / 0.76 and 0.45 / 0.70 before
+/// the last round of issue 11; 0.49 / 0.69 and 0.39 / 0.58 with the ranking
+/// as it was when the queries were written).
 const FLOOR_REGISTRIES_DEV: Floors = Floors {
-    at1: 0.50,
-    at4: 0.72,
-    cjk_at1: 0.40,
-    cjk_at4: 0.66,
+    at1: 0.55,
+    at4: 0.77,
+    cjk_at1: 0.52,
+    cjk_at4: 0.76,
 };
 /// Project registries, untouched half, measured at the end: 0.49 / 0.70 over
-/// 82 queries; Chinese 0.42 / 0.61 over 33 (0.44 / 0.60 and 0.30 / 0.42 with
-/// the ranking as it was when the queries were written).
+/// 82 queries; Chinese 0.39 / 0.64 over 33 (0.49 / 0.70 and 0.42 / 0.61
+/// before the last round of issue 11; 0.44 / 0.60 and 0.30 / 0.42 with the
+/// ranking as it was when the queries were written).
 const FLOOR_REGISTRIES_HOLDOUT: Floors = Floors {
     at1: 0.45,
     at4: 0.66,
-    cjk_at1: 0.38,
-    cjk_at4: 0.57,
+    cjk_at1: 0.35,
+    cjk_at4: 0.60,
 };
 
 #[test]
