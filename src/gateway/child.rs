@@ -20,7 +20,9 @@ use rmcp::service::{
     RunningService,
 };
 use rmcp::transport::common::client_side_sse::ExponentialBackoff;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClientTransportConfig, StreamableHttpError,
+};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceError};
 use serde_json::Value;
@@ -289,7 +291,7 @@ impl Child {
                         | ClientInitializeError::NoCompatibleProtocolVersion { .. }
                         | ClientInitializeError::ExpectedInitResult(_)
                 );
-                let text = format!("server `{name}` did not start: {e}");
+                let text = format!("server `{name}` did not start: {}", init_error_text(&e));
                 if refused {
                     Failure::Refused(text)
                 } else {
@@ -297,7 +299,10 @@ impl Child {
                 }
             })?;
             let tools = service.peer().list_all_tools().await.map_err(|e| {
-                Failure::Other(format!("server `{name}` did not list its tools: {e}"))
+                Failure::Other(format!(
+                    "server `{name}` did not list its tools: {}",
+                    error_text(&e)
+                ))
             })?;
             let tools = tools
                 .iter()
@@ -321,7 +326,13 @@ impl Child {
         let tools = tokio::time::timeout(self.start_timeout, peer.list_all_tools())
             .await
             .map_err(|_| format!("server `{}` did not list its tools in time", self.name()))?
-            .map_err(|e| format!("server `{}` did not list its tools: {e}", self.name()))?;
+            .map_err(|e| {
+                format!(
+                    "server `{}` did not list its tools: {}",
+                    self.name(),
+                    error_text(&e)
+                )
+            })?;
         Ok(tools
             .iter()
             .filter_map(|t| serde_json::to_value(t).ok())
@@ -404,7 +415,11 @@ impl Child {
                 if lost || peer.is_transport_closed() {
                     self.mark_down(lost).await;
                 }
-                error_result(format!("server `{}` failed on `{tool}`: {e}", self.name()))
+                error_result(format!(
+                    "server `{}` failed on `{tool}`: {}",
+                    self.name(),
+                    error_text(&e)
+                ))
             }
             Err(_) => error_result(format!(
                 "server `{}` did not answer `{tool}` within {}",
@@ -449,6 +464,62 @@ impl Child {
     }
 }
 
+/// An rmcp error for a person: without the transport's Rust type, which
+/// rmcp's messages name (`Transport [rmcp::transport::...] error`), and with
+/// its deepest cause (`Connection refused`, a certificate problem), which
+/// the HTTP client's own message leaves out.
+fn error_text(e: &dyn std::error::Error) -> String {
+    with_cause(e, e)
+}
+
+/// A handshake error's text: rmcp keeps the transport's error in a field
+/// that is not its source, so the cause is looked for there.
+fn init_error_text(e: &ClientInitializeError) -> String {
+    match e {
+        ClientInitializeError::TransportError { error, .. } => with_cause(e, error),
+        _ => error_text(e),
+    }
+}
+
+/// `e`'s text without Rust types, then the deepest cause under `causes`.
+fn with_cause(e: &dyn std::error::Error, causes: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    while let Some(start) = text.find(" [rmcp::") {
+        let mut depth = 0usize;
+        let end = text[start + 1..].char_indices().find_map(|(i, c)| {
+            match c {
+                '[' => depth += 1,
+                ']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Some(start + 1 + i + 1);
+                    }
+                }
+                _ => {}
+            }
+            None
+        });
+        match end {
+            Some(end) => text.replace_range(start..end, ""),
+            None => break,
+        }
+    }
+    let mut cause = causes.source();
+    let mut deepest = None;
+    while let Some(c) = cause {
+        deepest = Some(c.to_string());
+        // rmcp's HTTP error holds reqwest's without making it its source.
+        cause = match c.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+            Some(StreamableHttpError::Client(inner)) => Some(inner),
+            _ => c.source(),
+        };
+    }
+    match deepest {
+        Some(d) if !d.is_empty() && !text.contains(&d) => format!("{text}: {d}"),
+        _ => text,
+    }
+}
+
 /// A tool result the model reads as an error.
 pub fn error_result(text: String) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(text)])
@@ -481,6 +552,37 @@ async fn copy_stderr(name: String, stderr: tokio::process::ChildStderr) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(Debug)]
+    struct Chain(&'static str, Option<Box<Chain>>);
+    impl std::fmt::Display for Chain {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+    impl std::error::Error for Chain {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|c| c as _)
+        }
+    }
+
+    #[test]
+    fn error_text_drops_rust_types_and_adds_the_root_cause() {
+        let e = Chain(
+            "Transport [rmcp::transport::worker::WorkerTransport<W<reqwest::Client>>] error: Client error: sending",
+            Some(Box::new(Chain(
+                "client error (Connect)",
+                Some(Box::new(Chain("Connection refused (os error 111)", None))),
+            ))),
+        );
+        assert_eq!(
+            error_text(&e),
+            "Transport error: Client error: sending: Connection refused (os error 111)"
+        );
+        assert_eq!(error_text(&Chain("plain", None)), "plain");
+        let open = Chain("Transport [rmcp::x<", None);
+        assert_eq!(error_text(&open), "Transport [rmcp::x<");
+    }
 
     #[test]
     fn backoff_doubles_to_its_cap() {

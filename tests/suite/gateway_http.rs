@@ -219,6 +219,9 @@ fn an_http_server_down_at_start_leaves_the_others_served_and_is_reached_later() 
     assert_eq!(text(&g.call("local__echo", json!({}))), "echo: {}");
     let err = g.stderr();
     assert!(err.contains("error: server `web` did not start"), "{err}");
+    // The cause under rmcp's message, without its Rust types.
+    assert!(err.contains("refused"), "{err}");
+    assert!(!err.contains("rmcp::"), "{err}");
     // The server comes up: the gateway reconnects on demand, with back-off.
     let _web = HttpFixture::start("echo", &[("FIXTURE_PORT", &port)]);
     let until = Instant::now() + DEADLINE;
