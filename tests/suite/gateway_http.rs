@@ -329,3 +329,40 @@ fn bad_remote_entries_exit_before_serving_naming_the_entry() {
         assert!(err.contains(expected), "{entry}: {err}");
     }
 }
+
+#[test]
+fn an_http_server_that_hangs_is_cut_off_by_both_timeouts() {
+    // A port that takes connections (into its backlog) and never answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_url = format!("http://{}/mcp", silent.local_addr().unwrap());
+    let web = HttpFixture::start("echo,hang", &[]);
+    let dir = temp_dir("http-hang");
+    let (p, s) = files(
+        &dir,
+        "NoDefer(*)\n",
+        &[
+            ("silent", json!({"url": silent_url})),
+            ("web", json!({"url": web.url})),
+        ],
+    );
+    let mut a = args(&p, &s);
+    a.extend(["--start-timeout", "0.5", "--call-timeout", "0.5"]);
+    let t0 = Instant::now();
+    let mut g = Gateway::connect(&a, "2025-11-25").holding(dir);
+    assert!(t0.elapsed() < Duration::from_secs(10));
+    assert!(
+        g.wait_stderr("error: server `silent` did not start within 0.5 s", 1),
+        "{}",
+        g.stderr()
+    );
+    assert_eq!(g.list(), ["web__echo", "web__hang"]);
+    let t0 = Instant::now();
+    let r = g.call("web__hang", json!({}));
+    assert!(t0.elapsed() < Duration::from_secs(5));
+    assert_eq!(
+        text(&r),
+        "server `web` did not answer `hang` within 0.5 s",
+        "{r}"
+    );
+    assert_eq!(text(&g.call("web__echo", json!({}))), "echo: {}");
+}
