@@ -366,3 +366,22 @@ fn an_http_server_that_hangs_is_cut_off_by_both_timeouts() {
     );
     assert_eq!(text(&g.call("web__echo", json!({}))), "echo: {}");
 }
+
+#[test]
+fn an_http_server_restarted_between_calls_is_reached_in_the_next_call() {
+    let mut web = HttpFixture::start("echo", &[]);
+    let port = web.port();
+    let dir = temp_dir("http-restart");
+    let (p, s) = files(&dir, "NoDefer(*)\n", &[("web", json!({"url": web.url}))]);
+    let mut g = Gateway::connect_files(&p, &s, "2025-11-25").holding(dir);
+    assert_eq!(text(&g.call("web__echo", json!({}))), "echo: {}");
+    // Killed from outside and started again: its session is gone.
+    let _ = web.child.kill();
+    assert!(web.wait_gone());
+    let _web = HttpFixture::start("echo", &[("FIXTURE_PORT", &port)]);
+    // The transport opens a new session within the call (rmcp re-initialises
+    // on an expired session): the client never sees the restart.
+    let r = g.call("web__echo", json!({}));
+    assert_eq!(text(&r), "echo: {}", "{r}\n{}", g.stderr());
+    assert!(!is_error(&r), "{r}");
+}
