@@ -14,6 +14,12 @@
 //! - `FIXTURE_LEGACY=1`: no `server/discover` (method not found), as servers
 //!   of the 2025 era answer: clients must fall back to `initialize`.
 //!
+//! - `FIXTURE_HTTP=1`: serve MCP's streamable HTTP transport on 127.0.0.1
+//!   (port `FIXTURE_PORT`, default any free one) instead of standard
+//!   input/output, and print the URL (`http://127.0.0.1:PORT/mcp`) as the
+//!   first line of standard output. Requests must carry the headers given in
+//!   `FIXTURE_REQUIRE_HEADER` (`name=value`), or are answered 401.
+//!
 //! It writes one line to standard error when it starts, so tests can check
 //! the gateway copies children's standard error.
 
@@ -177,10 +183,81 @@ async fn main() {
         slow: Duration::from_millis(slow),
         legacy: std::env::var("FIXTURE_LEGACY").as_deref() == Ok("1"),
     };
+    if std::env::var("FIXTURE_HTTP").as_deref() == Ok("1") {
+        serve_http(fixture).await;
+        return;
+    }
     match fixture.serve(rmcp::transport::stdio()).await {
         Ok(running) => {
             let _ = running.waiting().await;
         }
         Err(e) => eprintln!("fixture: {e}"),
+    }
+}
+
+/// Serves the fixture over streamable HTTP, one session per client, until
+/// the process is killed.
+async fn serve_http(fixture: Fixture) {
+    use rmcp::transport::StreamableHttpService;
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use std::io::Write as _;
+
+    let port: u16 = std::env::var("FIXTURE_PORT")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    let listener = match tokio::net::TcpListener::bind(("127.0.0.1", port)).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("fixture: cannot listen on 127.0.0.1:{port}: {e}");
+            std::process::exit(1);
+        }
+    };
+    let port = listener.local_addr().map(|a| a.port()).unwrap_or(port);
+    let required = std::env::var("FIXTURE_REQUIRE_HEADER").ok().and_then(|h| {
+        h.split_once('=')
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+    });
+    let service: Arc<StreamableHttpService<Fixture, LocalSessionManager>> =
+        Arc::new(StreamableHttpService::new(
+            move || Ok(fixture.clone()),
+            Default::default(),
+            Default::default(),
+        ));
+    println!("http://127.0.0.1:{port}/mcp");
+    let _ = std::io::stdout().flush();
+    eprintln!("fixture: serving streamable HTTP on port {port}");
+    while let Ok((stream, _)) = listener.accept().await {
+        let service = Arc::clone(&service);
+        let required = required.clone();
+        tokio::spawn(async move {
+            let io = hyper_util::rt::TokioIo::new(stream);
+            let handler =
+                hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                    let service = Arc::clone(&service);
+                    let required = required.clone();
+                    async move {
+                        if let Some((k, v)) = &required
+                            && req.headers().get(k).and_then(|h| h.to_str().ok())
+                                != Some(v.as_str())
+                        {
+                            eprintln!("fixture: refused a request without header `{k}`");
+                            use http_body_util::BodyExt as _;
+                            let body = http_body_util::Full::new(bytes::Bytes::from_static(
+                                b"unauthorized",
+                            ))
+                            .map_err(|never| match never {})
+                            .boxed();
+                            let mut response = hyper::Response::new(body);
+                            *response.status_mut() = hyper::StatusCode::UNAUTHORIZED;
+                            return Ok::<_, std::convert::Infallible>(response);
+                        }
+                        Ok::<_, std::convert::Infallible>(service.handle(req).await)
+                    }
+                });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(io, handler)
+                .await;
+        });
     }
 }

@@ -1,9 +1,11 @@
-//! One child MCP server: started over standard input/output with rmcp's
-//! client side, its standard error copied to ours line by line with a
-//! `[NAME] ` prefix, and restarted on demand with capped exponential back-off
-//! after it fails to start or dies. Every failure becomes a message that
+//! One child MCP server, reached with rmcp's client side: a local process
+//! over standard input/output (its standard error copied to ours line by
+//! line with a `[NAME] ` prefix) or a remote server over streamable HTTP.
+//! Either is restarted (reconnected) on demand with capped exponential
+//! back-off after it fails to start or goes away. Every failure becomes a message that
 //! names the server; nothing here panics or prints to standard output.
 
+use std::collections::HashMap;
 use std::io::Write as _;
 use std::process::Stdio;
 use std::sync::Arc;
@@ -17,14 +19,56 @@ use rmcp::service::{
     ClientInitializeError, ClientLifecycleMode, ClientServiceExt, NotificationContext, Peer,
     RunningService,
 };
-use rmcp::transport::TokioChildProcess;
-use rmcp::{ClientHandler, RoleClient};
+use rmcp::transport::common::client_side_sse::ExponentialBackoff;
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClientTransportConfig, StreamableHttpError,
+};
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, RoleClient, ServiceError};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::sync::{Mutex, mpsc};
 use tokio::time::Instant;
 
-use super::servers::ServerSpec;
+use super::servers::{ServerSpec, Transport};
+
+/// The configuration of MCP's streamable HTTP transport toward `url`, each
+/// request carrying `headers` (checked when the servers file was read).
+fn http_config(url: &str, headers: &[(String, String)]) -> StreamableHttpClientTransportConfig {
+    let headers = headers
+        .iter()
+        .filter_map(|(k, v)| {
+            Some((
+                http::HeaderName::from_bytes(k.as_bytes()).ok()?,
+                http::HeaderValue::from_str(v).ok()?,
+            ))
+        })
+        .collect::<HashMap<_, _>>();
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers);
+    config.retry_config = Arc::new(sse_retry());
+    config
+}
+
+/// How often a dropped event stream is resumed before the call on it fails:
+/// a server that has gone is then restarted through the gateway's own
+/// back-off, and the call answers at once rather than at its timeout (the
+/// transport's default resumes for ever).
+fn sse_retry() -> ExponentialBackoff {
+    let mut retry = ExponentialBackoff::default();
+    retry.max_times = Some(2);
+    retry.base_duration = Duration::from_millis(250);
+    retry.max_delay = Some(Duration::from_secs(1));
+    retry
+}
+
+/// rustls' `ring` provider for `https` servers, installed once per process
+/// (reqwest is built without a provider of its own).
+fn install_crypto_provider() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
 
 /// First wait before a restart; doubled after each failure up to [`BACKOFF_CAP`].
 pub const BACKOFF_START: Duration = Duration::from_millis(500);
@@ -176,11 +220,44 @@ impl Child {
     }
 
     async fn spawn(&self, lifecycle: ClientLifecycleMode) -> Result<Started, Failure> {
+        let handler = Handler {
+            index: self.index,
+            events: self.events.clone(),
+        };
+        match &self.spec.transport {
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let process = self.spawn_process(command, args, env, cwd.as_deref())?;
+                self.handshake(handler.serve_with_lifecycle(process, lifecycle))
+                    .await
+            }
+            Transport::Http { url, headers } => {
+                install_crypto_provider();
+                let transport =
+                    StreamableHttpClientTransport::from_config(http_config(url, headers));
+                self.handshake(handler.serve_with_lifecycle(transport, lifecycle))
+                    .await
+            }
+        }
+    }
+
+    /// Starts a local child's process, its standard error copied to ours.
+    fn spawn_process(
+        &self,
+        command: &str,
+        args: &[String],
+        env: &[(String, String)],
+        cwd: Option<&std::path::Path>,
+    ) -> Result<TokioChildProcess, Failure> {
         let name = &self.spec.name;
-        let mut cmd = tokio::process::Command::new(&self.spec.command);
-        cmd.args(&self.spec.args);
-        cmd.envs(self.spec.env.iter().map(|(k, v)| (k, v)));
-        if let Some(cwd) = &self.spec.cwd {
+        let mut cmd = tokio::process::Command::new(command);
+        cmd.args(args);
+        cmd.envs(env.iter().map(|(k, v)| (k, v)));
+        if let Some(cwd) = cwd {
             cmd.current_dir(cwd);
         }
         let (process, stderr) = TokioChildProcess::builder(cmd)
@@ -188,37 +265,44 @@ impl Child {
             .spawn()
             .map_err(|e| {
                 Failure::Other(format!(
-                    "server `{name}` could not be started (`{}`): {e}",
-                    self.spec.command
+                    "server `{name}` could not be started (`{command}`): {e}"
                 ))
             })?;
         if let Some(stderr) = stderr {
             tokio::spawn(copy_stderr(name.clone(), stderr));
         }
-        let handler = Handler {
-            index: self.index,
-            events: self.events.clone(),
-        };
+        Ok(process)
+    }
+
+    /// Waits, within the start timeout, for the lifecycle handshake and the
+    /// first tool list, whatever the transport.
+    async fn handshake(
+        &self,
+        serving: impl Future<
+            Output = Result<RunningService<RoleClient, Handler>, ClientInitializeError>,
+        >,
+    ) -> Result<Started, Failure> {
+        let name = &self.spec.name;
         let started = async {
-            let service = handler
-                .serve_with_lifecycle(process, lifecycle)
-                .await
-                .map_err(|e| {
-                    let refused = matches!(
-                        e,
-                        ClientInitializeError::JsonRpcError(_)
-                            | ClientInitializeError::NoCompatibleProtocolVersion { .. }
-                            | ClientInitializeError::ExpectedInitResult(_)
-                    );
-                    let text = format!("server `{name}` did not start: {e}");
-                    if refused {
-                        Failure::Refused(text)
-                    } else {
-                        Failure::Other(text)
-                    }
-                })?;
+            let service = serving.await.map_err(|e| {
+                let refused = matches!(
+                    e,
+                    ClientInitializeError::JsonRpcError(_)
+                        | ClientInitializeError::NoCompatibleProtocolVersion { .. }
+                        | ClientInitializeError::ExpectedInitResult(_)
+                );
+                let text = format!("server `{name}` did not start: {}", init_error_text(&e));
+                if refused {
+                    Failure::Refused(text)
+                } else {
+                    Failure::Other(text)
+                }
+            })?;
             let tools = service.peer().list_all_tools().await.map_err(|e| {
-                Failure::Other(format!("server `{name}` did not list its tools: {e}"))
+                Failure::Other(format!(
+                    "server `{name}` did not list its tools: {}",
+                    error_text(&e)
+                ))
             })?;
             let tools = tools
                 .iter()
@@ -242,7 +326,13 @@ impl Child {
         let tools = tokio::time::timeout(self.start_timeout, peer.list_all_tools())
             .await
             .map_err(|_| format!("server `{}` did not list its tools in time", self.name()))?
-            .map_err(|e| format!("server `{}` did not list its tools: {e}", self.name()))?;
+            .map_err(|e| {
+                format!(
+                    "server `{}` did not list its tools: {}",
+                    self.name(),
+                    error_text(&e)
+                )
+            })?;
         Ok(tools
             .iter()
             .filter_map(|t| serde_json::to_value(t).ok())
@@ -315,10 +405,21 @@ impl Child {
         match tokio::time::timeout(timeout, peer.call_tool(params)).await {
             Ok(Ok(result)) => result,
             Ok(Err(e)) => {
-                if peer.is_transport_closed() {
-                    self.mark_down().await;
+                // A request the transport could not carry: the server has
+                // gone (a process that exited, an HTTP server that no longer
+                // answers) and is restarted or reconnected on demand.
+                let lost = matches!(
+                    e,
+                    ServiceError::TransportSend(_) | ServiceError::TransportClosed
+                );
+                if lost || peer.is_transport_closed() {
+                    self.mark_down(lost).await;
                 }
-                error_result(format!("server `{}` failed on `{tool}`: {e}", self.name()))
+                error_result(format!(
+                    "server `{}` failed on `{tool}`: {}",
+                    self.name(),
+                    error_text(&e)
+                ))
             }
             Err(_) => error_result(format!(
                 "server `{}` did not answer `{tool}` within {}",
@@ -331,17 +432,23 @@ impl Child {
     /// The state of a child found gone: the first restart is tried at once,
     /// the back-off counts from there.
     fn exited(&self) -> State {
-        eprintln!("warning: server `{}` exited", self.name());
+        let what = match self.spec.transport {
+            Transport::Stdio { .. } => "exited",
+            Transport::Http { .. } => "went away",
+        };
+        eprintln!("warning: server `{}` {what}", self.name());
         State::Down {
-            error: format!("server `{}` exited", self.name()),
+            error: format!("server `{}` {what}", self.name()),
             failures: 1,
             retry_at: Instant::now(),
         }
     }
 
-    async fn mark_down(&self) {
+    /// Marks a running child down when it has gone, or when `lost` (its
+    /// transport failed a request) even if its service still runs.
+    async fn mark_down(&self, lost: bool) {
         let mut state = self.state.lock().await;
-        if matches!(&*state, State::Up(s) if gone(s)) {
+        if matches!(&*state, State::Up(s) if lost || gone(s)) {
             *state = self.exited();
         }
     }
@@ -354,6 +461,62 @@ impl Child {
             failures: 0,
             retry_at: Instant::now(),
         };
+    }
+}
+
+/// An rmcp error for a person: without the transport's Rust type, which
+/// rmcp's messages name (`Transport [rmcp::transport::...] error`), and with
+/// its deepest cause (`Connection refused`, a certificate problem), which
+/// the HTTP client's own message leaves out.
+fn error_text(e: &dyn std::error::Error) -> String {
+    with_cause(e, e)
+}
+
+/// A handshake error's text: rmcp keeps the transport's error in a field
+/// that is not its source, so the cause is looked for there.
+fn init_error_text(e: &ClientInitializeError) -> String {
+    match e {
+        ClientInitializeError::TransportError { error, .. } => with_cause(e, error),
+        _ => error_text(e),
+    }
+}
+
+/// `e`'s text without Rust types, then the deepest cause under `causes`.
+fn with_cause(e: &dyn std::error::Error, causes: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    while let Some(start) = text.find(" [rmcp::") {
+        let mut depth = 0usize;
+        let end = text[start + 1..].char_indices().find_map(|(i, c)| {
+            match c {
+                '[' => depth += 1,
+                ']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Some(start + 1 + i + 1);
+                    }
+                }
+                _ => {}
+            }
+            None
+        });
+        match end {
+            Some(end) => text.replace_range(start..end, ""),
+            None => break,
+        }
+    }
+    let mut cause = causes.source();
+    let mut deepest = None;
+    while let Some(c) = cause {
+        deepest = Some(c.to_string());
+        // rmcp's HTTP error holds reqwest's without making it its source.
+        cause = match c.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+            Some(StreamableHttpError::Client(inner)) => Some(inner),
+            _ => c.source(),
+        };
+    }
+    match deepest {
+        Some(d) if !d.is_empty() && !text.contains(&d) => format!("{text}: {d}"),
+        _ => text,
     }
 }
 
@@ -389,6 +552,37 @@ async fn copy_stderr(name: String, stderr: tokio::process::ChildStderr) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(Debug)]
+    struct Chain(&'static str, Option<Box<Chain>>);
+    impl std::fmt::Display for Chain {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+    impl std::error::Error for Chain {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|c| c as _)
+        }
+    }
+
+    #[test]
+    fn error_text_drops_rust_types_and_adds_the_root_cause() {
+        let e = Chain(
+            "Transport [rmcp::transport::worker::WorkerTransport<W<reqwest::Client>>] error: Client error: sending",
+            Some(Box::new(Chain(
+                "client error (Connect)",
+                Some(Box::new(Chain("Connection refused (os error 111)", None))),
+            ))),
+        );
+        assert_eq!(
+            error_text(&e),
+            "Transport error: Client error: sending: Connection refused (os error 111)"
+        );
+        assert_eq!(error_text(&Chain("plain", None)), "plain");
+        let open = Chain("Transport [rmcp::x<", None);
+        assert_eq!(error_text(&open), "Transport [rmcp::x<");
+    }
 
     #[test]
     fn backoff_doubles_to_its_cap() {

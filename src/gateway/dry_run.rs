@@ -13,6 +13,9 @@ use super::{Exposure, Gateway, StartReport};
 #[derive(Debug, Serialize)]
 pub struct ServerReport {
     pub name: String,
+    /// A remote server's origin (`https://host:port`); none for a local one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote: Option<String>,
     /// Its tools, when it started.
     pub tools: Option<usize>,
     pub error: Option<String>,
@@ -50,6 +53,7 @@ pub fn report(gateway: &Gateway, started: &StartReport) -> Result<Report, String
         .zip(started)
         .map(|(c, r)| ServerReport {
             name: c.name().to_string(),
+            remote: c.spec.origin(),
             tools: r.as_ref().ok().copied(),
             error: r.as_ref().err().cloned(),
         })
@@ -86,10 +90,14 @@ pub fn report(gateway: &Gateway, started: &StartReport) -> Result<Report, String
 pub fn human(r: &Report) -> String {
     let mut out = String::from("servers:\n");
     for s in &r.servers {
+        let name = match &s.remote {
+            Some(origin) => format!("{} (remote, {origin})", s.name),
+            None => s.name.clone(),
+        };
         match (&s.tools, &s.error) {
-            (Some(n), _) => out += &format!("  {}: {n} tools\n", s.name),
-            (None, Some(e)) => out += &format!("  {}: failed: {e}\n", s.name),
-            (None, None) => out += &format!("  {}: no answer\n", s.name),
+            (Some(n), _) => out += &format!("  {name}: {n} tools\n"),
+            (None, Some(e)) => out += &format!("  {name}: failed: {e}\n"),
+            (None, None) => out += &format!("  {name}: no answer\n"),
         }
     }
     out += &format!(

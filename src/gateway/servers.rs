@@ -1,10 +1,11 @@
 //! The servers file (SPEC 5.2): the JSON clients already keep their MCP
 //! servers in, `{"mcpServers": {NAME: {command, args?, env?, cwd?}}}`, or VS
-//! Code's `{"servers": {...}}`. Read strictly: every problem is reported with
-//! its JSON path (`mcpServers.github.command`), all of them at once, before
-//! any child is started. Fields other clients keep beside ours (`type:
-//! "stdio"`, `disabled`, `autoApprove`...) are warnings, not errors, so one
-//! file can serve a client and the gateway.
+//! Code's `{"servers": {...}}`. A remote server is `{url, headers?}`,
+//! reached over MCP's streamable HTTP transport. Read strictly: every problem
+//! is reported with its JSON path (`mcpServers.github.command`), all of them
+//! at once, before any child is started. Fields other clients keep beside
+//! ours (`disabled`, `autoApprove`...) are warnings, not errors, so one file
+//! can serve a client and the gateway.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -21,12 +22,42 @@ pub const MAX_NAME_CHARS: usize = 32;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerSpec {
     pub name: String,
-    pub command: String,
-    pub args: Vec<String>,
-    /// Added to the gateway's own environment, in file order.
-    pub env: Vec<(String, String)>,
-    /// Resolved against the servers file's folder when relative.
-    pub cwd: Option<PathBuf>,
+    pub transport: Transport,
+}
+
+/// How the gateway reaches a child.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transport {
+    /// A local process spoken to over its standard input/output.
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        /// Added to the gateway's own environment, in file order.
+        env: Vec<(String, String)>,
+        /// Resolved against the servers file's folder when relative.
+        cwd: Option<PathBuf>,
+    },
+    /// A remote server over MCP's streamable HTTP transport.
+    Http {
+        /// An `http` or `https` URL, checked when the file is read.
+        url: String,
+        /// Sent with every request, in file order, `${VAR}` already expanded;
+        /// names and values are checked when the file is read.
+        headers: Vec<(String, String)>,
+    },
+}
+
+impl ServerSpec {
+    /// A remote server's origin, `scheme://host[:port]`, which `--dry-run`
+    /// shows: not its path or query, where some services put a key.
+    pub fn origin(&self) -> Option<String> {
+        let Transport::Http { url, .. } = &self.transport else {
+            return None;
+        };
+        let uri = url.parse::<http::Uri>().ok()?;
+        let port = uri.port_u16().map(|p| format!(":{p}")).unwrap_or_default();
+        Some(format!("{}://{}{port}", uri.scheme_str()?, uri.host()?))
+    }
 }
 
 /// A problem at one place in the file.
@@ -130,8 +161,18 @@ pub fn name_problem(name: &str) -> Option<String> {
 const NAME_HELP: &str = "server names are 1 to 32 ASCII letters, digits, `_` and `-`, start with a letter or digit, and neither contain `__` nor end with `_`: each tool is named `NAME__tool`";
 
 /// Reads a servers file; `dir` is its folder, against which a relative `cwd`
-/// is resolved. Every problem is returned, not only the first.
+/// is resolved, and `${VAR}` in header values is read from the process's
+/// environment. Every problem is returned, not only the first.
 pub fn parse(text: &str, dir: &Path) -> Result<ServersFile, Vec<Problem>> {
+    parse_with_env(text, dir, &|name| std::env::var(name).ok())
+}
+
+/// [`parse`] with the environment `${VAR}` is expanded from.
+pub fn parse_with_env(
+    text: &str,
+    dir: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<ServersFile, Vec<Problem>> {
     let top: Top = serde_json::from_str(crate::input::strip_bom(text)).map_err(|e| {
         vec![Problem {
             path: String::new(),
@@ -182,7 +223,7 @@ pub fn parse(text: &str, dir: &Path) -> Result<ServersFile, Vec<Problem>> {
             });
             continue;
         }
-        match server(&name, &path, &entry, dir, &mut out.warnings) {
+        match server(&name, &path, &entry, dir, env, &mut out.warnings) {
             Ok(Some(spec)) => out.servers.push(spec),
             Ok(None) => {}
             Err(mut e) => errors.append(&mut e),
@@ -195,16 +236,31 @@ pub fn parse(text: &str, dir: &Path) -> Result<ServersFile, Vec<Problem>> {
     }
 }
 
+/// The `type` values clients write for a streamable HTTP server.
+const HTTP_TYPES: [&str; 3] = ["http", "streamable-http", "streamableHttp"];
+
+/// Headers the MCP transport sets itself; a file cannot override them.
+const RESERVED_HEADERS: [&str; 4] = [
+    "accept",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "last-event-id",
+];
+
 /// One entry; `Ok(None)` for an entry the file disables.
 fn server(
     name: &str,
     path: &str,
     entry: &Value,
     dir: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
     warnings: &mut Vec<Problem>,
 ) -> Result<Option<ServerSpec>, Vec<Problem>> {
     let Some(obj) = entry.as_object() else {
-        return Err(vec![problem(path, "expected an object with a `command`")]);
+        return Err(vec![problem(
+            path,
+            "expected an object with a `command` or a `url`",
+        )]);
     };
     if obj.get("disabled") == Some(&Value::Bool(true)) {
         warnings.push(problem(
@@ -213,20 +269,42 @@ fn server(
         ));
         return Ok(None);
     }
-    let remote = obj.contains_key("url")
-        || obj
-            .get("type")
-            .and_then(Value::as_str)
-            .is_some_and(|t| t != "stdio");
+    let remote = match obj.get("type") {
+        None => obj.contains_key("url") && !obj.contains_key("command"),
+        Some(Value::String(t)) if t == "stdio" => false,
+        Some(Value::String(t)) if HTTP_TYPES.contains(&t.as_str()) => true,
+        Some(Value::String(t)) if t == "sse" => {
+            return Err(vec![Problem {
+                path: format!("{path}.type"),
+                message: format!(
+                    "server `{name}` uses the legacy SSE transport: not supported"
+                ),
+                help: Some(
+                    "the gateway speaks MCP's streamable HTTP transport: if the server offers it (often at `/mcp` rather than `/sse`), give that URL with `\"type\": \"http\"`"
+                        .into(),
+                ),
+            }]);
+        }
+        Some(Value::String(t)) => {
+            return Err(vec![Problem {
+                path: format!("{path}.type"),
+                message: format!("unknown server type `{}`", crate::chars::escape(t)),
+                help: Some(
+                    "`stdio` (with a `command`) or `http` (with a `url`; also written `streamable-http` or `streamableHttp`)"
+                        .into(),
+                ),
+            }]);
+        }
+        Some(_) => return Err(vec![problem(format!("{path}.type"), "expected a string")]),
+    };
     if remote {
-        return Err(vec![Problem {
-            path: path.into(),
-            message: format!("server `{name}` is a remote (HTTP) server: not supported yet"),
-            help: Some(
-                "the gateway starts local servers over standard input/output: give a `command`"
-                    .into(),
-            ),
-        }]);
+        return remote_server(name, path, obj, env, warnings).map(Some);
+    }
+    if obj.contains_key("url") {
+        return Err(vec![problem(
+            path,
+            format!("server `{name}` gives both a `command` and a `url`: keep one"),
+        )]);
     }
     let mut errors = Vec::new();
     let command = match obj.get("command") {
@@ -308,11 +386,174 @@ fn server(
     }
     Ok(Some(ServerSpec {
         name: name.to_string(),
-        command,
-        args,
-        env,
-        cwd,
+        transport: Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        },
     }))
+}
+
+/// A remote entry: `{url, headers?}`.
+fn remote_server(
+    name: &str,
+    path: &str,
+    obj: &serde_json::Map<String, Value>,
+    env: &dyn Fn(&str) -> Option<String>,
+    warnings: &mut Vec<Problem>,
+) -> Result<ServerSpec, Vec<Problem>> {
+    let mut errors = Vec::new();
+    let url = match obj.get("url") {
+        Some(Value::String(u)) => match url_problem(u) {
+            None => u.trim().to_string(),
+            Some(why) => {
+                errors.push(problem(
+                    format!("{path}.url"),
+                    format!("server `{name}`: {why}"),
+                ));
+                String::new()
+            }
+        },
+        Some(_) => {
+            errors.push(problem(format!("{path}.url"), "expected a string"));
+            String::new()
+        }
+        None => {
+            errors.push(problem(path, "missing `url`"));
+            String::new()
+        }
+    };
+    let mut headers = Vec::new();
+    match obj.get("headers") {
+        None => {}
+        Some(Value::Object(m)) => {
+            for (k, v) in m {
+                let at = format!("{path}.headers.{}", crate::chars::escape(k));
+                let Value::String(raw) = v else {
+                    errors.push(problem(at, "expected a string"));
+                    continue;
+                };
+                if http::HeaderName::from_bytes(k.as_bytes()).is_err() {
+                    errors.push(problem(
+                        at,
+                        format!("`{}` is not an HTTP header name", crate::chars::escape(k)),
+                    ));
+                    continue;
+                }
+                if RESERVED_HEADERS.contains(&k.to_ascii_lowercase().as_str()) {
+                    errors.push(problem(
+                        at,
+                        format!("the transport sets `{k}` itself: leave it out"),
+                    ));
+                    continue;
+                }
+                match expand(raw, env) {
+                    Ok(value) if http::HeaderValue::from_str(&value).is_ok() => {
+                        headers.push((k.clone(), value));
+                    }
+                    Ok(_) => errors.push(problem(
+                        at,
+                        "the value has characters an HTTP header cannot carry",
+                    )),
+                    Err(why) => errors.push(problem(at, why)),
+                }
+            }
+        }
+        Some(_) => errors.push(problem(
+            format!("{path}.headers"),
+            "expected an object of strings",
+        )),
+    }
+    for k in ["command", "args", "env", "cwd"] {
+        if obj.contains_key(k) {
+            errors.push(problem(
+                format!("{path}.{k}"),
+                format!("server `{name}` is remote (it has a `url`): `{k}` does not apply"),
+            ));
+        }
+    }
+    const KNOWN: [&str; 7] = [
+        "url", "headers", "type", "disabled", "command", "args", "env",
+    ];
+    for k in obj
+        .keys()
+        .filter(|k| !KNOWN.contains(&k.as_str()) && k.as_str() != "cwd")
+    {
+        warnings.push(problem(
+            format!("{path}.{}", crate::chars::escape(k)),
+            format!("unknown field `{}`, ignored", crate::chars::escape(k)),
+        ));
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    Ok(ServerSpec {
+        name: name.to_string(),
+        transport: Transport::Http { url, headers },
+    })
+}
+
+/// Why `url` cannot reach a streamable HTTP server, if it cannot.
+fn url_problem(url: &str) -> Option<String> {
+    let url = url.trim();
+    if url.is_empty() {
+        return Some("the URL is empty".into());
+    }
+    let shown = crate::chars::escape(url);
+    let uri = match url.parse::<http::Uri>() {
+        Ok(u) => u,
+        Err(e) => return Some(format!("`{shown}` is not a URL: {e}")),
+    };
+    match uri.scheme_str() {
+        Some("http" | "https") => {}
+        Some(other) => {
+            return Some(format!(
+                "`{shown}` is not an `http` or `https` URL (scheme `{other}`)"
+            ));
+        }
+        None => {
+            return Some(format!(
+                "`{shown}` has no scheme: write `http://` or `https://`"
+            ));
+        }
+    }
+    match uri.host() {
+        Some(h) if !h.is_empty() => None,
+        _ => Some(format!("`{shown}` has no host")),
+    }
+}
+
+/// Expands `${NAME}` from `env`; `$` not followed by `{` is kept as it is.
+fn expand(raw: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(raw.len());
+    let mut rest = raw;
+    while let Some(at) = rest.find("${") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 2..];
+        let Some(end) = after.find('}') else {
+            return Err("`${` is not closed by `}`".into());
+        };
+        let var = &after[..end];
+        let valid = var
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            return Err(format!(
+                "`${{{}}}` is not an environment variable reference: write `${{NAME}}` with letters, digits and `_`",
+                crate::chars::escape(var)
+            ));
+        }
+        match env(var) {
+            Some(v) => out.push_str(&v),
+            None => return Err(format!("environment variable `{var}` is not set")),
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -339,11 +580,21 @@ mod tests {
         );
         let names: Vec<&str> = f.servers.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["zeta", "alpha"]);
-        assert_eq!(f.servers[0].args, ["-y"]);
-        assert_eq!(f.servers[0].env, [("K".to_string(), "v".to_string())]);
-        assert_eq!(f.servers[0].cwd.as_deref(), Some(Path::new("/base/sub")));
+        let Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } = &f.servers[0].transport
+        else {
+            panic!("not stdio: {:?}", f.servers[0]);
+        };
+        assert_eq!(command, "z");
+        assert_eq!(args, &["-y"]);
+        assert_eq!(env, &[("K".to_string(), "v".to_string())]);
+        assert_eq!(cwd.as_deref(), Some(Path::new("/base/sub")));
         let f = ok(r#"{"servers": {"git": {"type": "stdio", "command": "uvx"}}, "inputs": []}"#);
-        assert_eq!(f.servers[0].command, "uvx");
+        assert_eq!(f.servers[0].origin(), None);
         assert_eq!(
             f.warnings[0].to_string(),
             "`inputs`: unknown field `inputs`, ignored"
@@ -354,16 +605,17 @@ mod tests {
     fn every_problem_is_reported_with_its_path() {
         let e = errors(
             r#"{"mcpServers": {"a": {"args": [1]}, "b__c": {"command": "x"},
-                               "web": {"url": "https://example.com/mcp"}, "d": {"command": 3}}}"#,
+                               "web": {"url": "ftp://example.com/mcp"}, "d": {"command": 3}}}"#,
         );
         assert_eq!(e.len(), 5, "{e:?}");
         assert_eq!(e[0], "`mcpServers.a`: missing `command`");
         assert_eq!(e[1], "`mcpServers.a.args[0]`: expected a string");
         assert!(e[2].starts_with("`mcpServers.b__c`: server name `b__c` would make"));
         assert!(e[2].contains("help: server names are"));
-        assert!(e[3].starts_with(
-            "`mcpServers.web`: server `web` is a remote (HTTP) server: not supported yet"
-        ));
+        assert_eq!(
+            e[3],
+            "`mcpServers.web.url`: server `web`: `ftp://example.com/mcp` is not an `http` or `https` URL (scheme `ftp`)"
+        );
         assert_eq!(e[4], "`mcpServers.d.command`: expected a string");
     }
 
@@ -375,6 +627,109 @@ mod tests {
         assert!(errors(r#"{"mcpServers": {"a b": {"command": "x"}}}"#)[0].contains("characters"));
         let f = ok(r#"{"mcpServers": {"off": {"command": "x", "disabled": true, "timeout": 5}}}"#);
         assert!(f.servers.is_empty());
+    }
+
+    fn http(f: &ServersFile, i: usize) -> (&str, &[(String, String)]) {
+        match &f.servers[i].transport {
+            Transport::Http { url, headers } => (url, headers),
+            other => panic!("not http: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn remote_servers_in_every_spelling_clients_write() {
+        let f = ok(r#"{"mcpServers": {
+            "a": {"url": "http://127.0.0.1:8080/mcp"},
+            "b": {"type": "http", "url": "https://u:pw@example.com/mcp?key=k", "headers": {"X-Key": "k"}},
+            "c": {"type": "streamable-http", "url": "http://localhost/mcp"},
+            "d": {"type": "streamableHttp", "url": " http://[::1]:9/mcp ", "note": 1}}}"#);
+        assert_eq!(f.servers.len(), 4);
+        assert_eq!(http(&f, 0), ("http://127.0.0.1:8080/mcp", &[][..]));
+        assert_eq!(http(&f, 1).1, [("X-Key".to_string(), "k".to_string())]);
+        assert_eq!(http(&f, 2).0, "http://localhost/mcp");
+        assert_eq!(http(&f, 3).0, "http://[::1]:9/mcp");
+        assert_eq!(
+            f.servers[1].origin().as_deref(),
+            Some("https://example.com")
+        );
+        assert_eq!(f.servers[3].origin().as_deref(), Some("http://[::1]:9"));
+        assert_eq!(
+            f.warnings[0].to_string(),
+            "`mcpServers.d.note`: unknown field `note`, ignored"
+        );
+    }
+
+    #[test]
+    fn remote_server_problems_name_their_entry() {
+        let e = errors(
+            r#"{"mcpServers": {
+            "old": {"type": "sse", "url": "http://localhost/sse"},
+            "nourl": {"type": "http"},
+            "bad": {"url": "not a url"},
+            "rel": {"url": "/mcp"},
+            "both": {"url": "http://h/mcp", "command": "x"},
+            "odd": {"type": "websocket", "url": "ws://h"},
+            "hdr": {"url": "http://h/mcp", "headers": {"bad name": "v", "Accept": "x", "X-N": 1}}}}"#,
+        );
+        assert_eq!(e.len(), 9, "{e:?}");
+        assert!(e[0].starts_with(
+            "`mcpServers.old.type`: server `old` uses the legacy SSE transport: not supported"
+        ));
+        assert_eq!(e[1], "`mcpServers.nourl`: missing `url`");
+        assert!(e[2].starts_with("`mcpServers.bad.url`: server `bad`: `not a url` is not a URL"));
+        assert_eq!(
+            e[3],
+            "`mcpServers.rel.url`: server `rel`: `/mcp` has no scheme: write `http://` or `https://`"
+        );
+        assert_eq!(
+            e[4],
+            "`mcpServers.both`: server `both` gives both a `command` and a `url`: keep one"
+        );
+        assert!(e[5].starts_with("`mcpServers.odd.type`: unknown server type `websocket`"));
+        assert_eq!(
+            e[6],
+            "`mcpServers.hdr.headers.bad name`: `bad name` is not an HTTP header name"
+        );
+        assert_eq!(
+            e[7],
+            "`mcpServers.hdr.headers.Accept`: the transport sets `Accept` itself: leave it out"
+        );
+        assert_eq!(e[8], "`mcpServers.hdr.headers.X-N`: expected a string");
+    }
+
+    #[test]
+    fn header_values_expand_environment_variables() {
+        let env = |k: &str| (k == "TOKEN").then(|| "s3cret".to_string());
+        let read = |text: &str| parse_with_env(text, Path::new("/base"), &env);
+        let f = read(
+            r#"{"mcpServers": {"w": {"url": "http://h/mcp",
+                "headers": {"Authorization": "Bearer ${TOKEN}", "X-Price": "$5 ${TOKEN}${TOKEN}"}}}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            http(&f, 0).1,
+            [
+                ("Authorization".to_string(), "Bearer s3cret".to_string()),
+                ("X-Price".to_string(), "$5 s3crets3cret".to_string())
+            ]
+        );
+        let e: Vec<String> = read(
+            r#"{"mcpServers": {"w": {"url": "http://h/mcp",
+                "headers": {"A": "${MISSING}", "B": "${1X}", "C": "${OPEN", "D": "${TOKEN}\n"}}}}"#,
+        )
+        .unwrap_err()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+        assert_eq!(
+            e,
+            [
+                "`mcpServers.w.headers.A`: environment variable `MISSING` is not set",
+                "`mcpServers.w.headers.B`: `${1X}` is not an environment variable reference: write `${NAME}` with letters, digits and `_`",
+                "`mcpServers.w.headers.C`: `${` is not closed by `}`",
+                "`mcpServers.w.headers.D`: the value has characters an HTTP header cannot carry",
+            ]
+        );
     }
 
     proptest::proptest! {

@@ -14,11 +14,13 @@ import json
 import os
 import pathlib
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,6 +100,43 @@ def real_servers(work: pathlib.Path, names: list[str] | None = None) -> dict[str
         "git": {"command": str(VENV_BIN / "mcp-server-git"), "args": ["--repository", str(repo)]},
     }
     return {name: every[name] for name in (names or list(every))}
+
+
+@contextmanager
+def remote_everything(work: pathlib.Path):
+    """`server-everything` serving streamable HTTP on a free local port, as a
+    remote server would; yields its servers entry (`{"url": ...}`) and kills
+    it afterwards. Waits, bounded, until the port answers."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    log = open(work / "everything-http.stderr", "w")
+    server = subprocess.Popen(
+        [str(NPM_BIN / "mcp-server-everything"), "streamableHttp"],
+        env={**os.environ, "PORT": str(port)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + POLL_TIMEOUT
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"server-everything did not listen on {port}: "
+                        + (work / "everything-http.stderr").read_text(errors="replace")
+                    )
+                time.sleep(0.1)
+        yield {"url": f"http://127.0.0.1:{port}/mcp"}
+    finally:
+        server.kill()
+        server.wait(timeout=10)
+        log.close()
 
 
 def script_server(work: pathlib.Path, name: str, source: str) -> dict[str, Any]:

@@ -18,7 +18,7 @@ import unittest
 import anyio
 
 import harness
-from harness import LEGACY, MODERN, gateway, real_servers, script_server
+from harness import LEGACY, MODERN, gateway, real_servers, remote_everything, script_server
 
 # The policy the tests run under: echo and the current time are declared,
 # the environment dump and the writing tools are hidden, the rest deferred.
@@ -145,6 +145,28 @@ class Case(unittest.IsolatedAsyncioTestCase):
 
 class Eras:
     """Cases that run once per protocol era (mixed into Case subclasses)."""
+
+    async def test_remote_http_child_is_listed_and_called_under_the_policy(self):
+        # The same server as `everything` elsewhere, reached over streamable
+        # HTTP: the policy names its tools alike.
+        with remote_everything(self.work.path) as entry:
+            servers = {"everything": entry, **real_servers(self.work.path, ["memory"])}
+            async with self.connect(servers) as gw:
+                self.assertEqual(await listed(gw.client), ["tool_search", "call_tool", "everything__echo"])
+                self.assertIn("server `everything` started with 13 tools", gw.stderr_text())
+                ok, text = await through(gw.client, "everything__echo", {"message": "over http"})
+                self.assertTrue(ok, text)
+                self.assertIn("over http", text)
+                ok, text = await outcome(gw.client, "everything__echo", {"message": "direct"})
+                self.assertTrue(ok, text)
+                self.assertIn("direct", text)
+                for how, result in {
+                    "by its full name": await outcome(gw.client, "everything__get-env"),
+                    "through call_tool": await through(gw.client, "everything__get-env", {}),
+                }.items():
+                    with self.subTest(how=how):
+                        self.assert_not_found(result, "everything__get-env")
+                self.assert_clean(gw)
 
     async def test_negotiates_the_clients_era(self):
         async with self.connect() as gw:
@@ -428,6 +450,26 @@ class Files(Case):
         run = self.gateway_run(servers, POLICY, "--dry-run")
         self.assertEqual(run.returncode, 0, run.stderr)
         self.assertIn("time", run.stdout)
+
+    def test_dry_run_counts_a_remote_servers_tools_by_its_origin(self):
+        with remote_everything(self.work.path) as entry:
+            servers = {"web": {"type": "streamable-http", **entry}}
+            run = self.gateway_run(json.dumps({"mcpServers": servers}), POLICY, "--dry-run")
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        origin = entry["url"].removesuffix("/mcp")
+        self.assertIn(f"  web (remote, {origin}): 13 tools\n", run.stdout)
+
+    def test_remote_entries_refused_naming_the_entry(self):
+        cases = {
+            "legacy SSE": ({"type": "sse", "url": "http://127.0.0.1:1/sse"}, "legacy SSE transport"),
+            "a bad URL": ({"url": "127.0.0.1:1/mcp"}, "`mcpServers.web.url`"),
+        }
+        for what, (entry, expected) in cases.items():
+            with self.subTest(what):
+                run = self.gateway_run(json.dumps({"mcpServers": {"web": entry}}))
+                self.assertEqual(run.returncode, 2, run.stderr)
+                self.assertEqual(run.stdout, "")
+                self.assertIn(expected, run.stderr)
 
     def test_dry_run_with_a_child_that_fails_is_exit_1(self):
         servers = real_servers(self.work.path, ["time"])

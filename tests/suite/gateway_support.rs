@@ -109,9 +109,15 @@ pub struct Gateway {
 impl Gateway {
     /// Starts `policy gateway` with these arguments (after `gateway`).
     pub fn spawn(args: &[&str]) -> Gateway {
+        Gateway::spawn_env(args, &[])
+    }
+
+    /// [`Gateway::spawn`] with these variables added to its environment.
+    pub fn spawn_env(args: &[&str], env: &[(&str, &str)]) -> Gateway {
         let mut child = Command::new(policy_bin())
             .arg("gateway")
             .args(args)
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -157,7 +163,12 @@ impl Gateway {
 
     /// Starts the gateway and completes the `initialize` handshake at `version`.
     pub fn connect(args: &[&str], version: &str) -> Gateway {
-        let mut g = Gateway::spawn(args);
+        Gateway::connect_env(args, &[], version)
+    }
+
+    /// [`Gateway::connect`] with these variables added to its environment.
+    pub fn connect_env(args: &[&str], env: &[(&str, &str)], version: &str) -> Gateway {
+        let mut g = Gateway::spawn_env(args, env);
         let init = g.request(
             "initialize",
             json!({"protocolVersion": version, "capabilities": {},

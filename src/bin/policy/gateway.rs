@@ -33,7 +33,7 @@ pub struct Args {
     /// The policy file (re-read when it changes, or on SIGHUP)
     #[arg(long)]
     policy: PathBuf,
-    /// The servers file: `{"mcpServers": {NAME: {command, args, env, cwd}}}` or VS Code's `{"servers": ...}`
+    /// The servers file: `{"mcpServers": {NAME: {command, args, env, cwd}}}`, `{url, headers}` for a remote (streamable HTTP) server, or VS Code's `{"servers": ...}`
     #[arg(long)]
     servers: PathBuf,
     /// The context every connection runs in: mode, Bot, flags and runtime

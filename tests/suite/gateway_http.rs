@@ -1,0 +1,387 @@
+//! `policy gateway` in front of remote servers: the MCP fixture serving
+//! streamable HTTP on 127.0.0.1 (`FIXTURE_HTTP=1`), beside stdio children.
+//! The same policy paths and the same faults as `gateway.rs`, over HTTP.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::channel;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::gateway_support::*;
+
+const POLICY: &str = "\
+guard web__echo
+Hide(web__secret)
+Defer(*)
+";
+
+const TOOLS: &str = "echo,secret,slow,crash,change";
+
+/// The fixture serving streamable HTTP; killed when dropped.
+struct HttpFixture {
+    child: Child,
+    url: String,
+}
+
+impl HttpFixture {
+    /// Starts it with these tools and extra environment, and waits for its URL.
+    fn start(tools: &str, env: &[(&str, &str)]) -> HttpFixture {
+        let mut child = Command::new(fixture_bin())
+            .env("FIXTURE_HTTP", "1")
+            .env("FIXTURE_TOOLS", tools)
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = rx.recv_timeout(DEADLINE).unwrap_or_default();
+        let url = line.trim().to_string();
+        if !url.starts_with("http://127.0.0.1:") {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the HTTP fixture did not print its URL: {line:?}");
+        }
+        HttpFixture { child, url }
+    }
+
+    fn port(&self) -> String {
+        let rest = self.url.trim_start_matches("http://127.0.0.1:");
+        rest.split('/').next().unwrap_or_default().to_string()
+    }
+
+    /// Waits until the process has ended (after a `crash` call).
+    fn wait_gone(&mut self) -> bool {
+        let until = Instant::now() + DEADLINE;
+        while Instant::now() < until {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+}
+
+impl Drop for HttpFixture {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A URL on 127.0.0.1 where nothing listens (a port just released).
+fn closed_url() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    format!("http://127.0.0.1:{port}/mcp")
+}
+
+fn args<'a>(p: &'a std::path::Path, s: &'a std::path::Path) -> Vec<&'a str> {
+    vec![
+        "--policy",
+        p.to_str().unwrap(),
+        "--servers",
+        s.to_str().unwrap(),
+    ]
+}
+
+#[test]
+fn an_http_child_is_listed_searched_and_called_under_the_policy() {
+    let web = HttpFixture::start(TOOLS, &[]);
+    let dir = temp_dir("http");
+    let (p, s) = files(&dir, POLICY, &[("web", json!({"url": web.url}))]);
+    let mut g = Gateway::connect_files(&p, &s, "2025-11-25").holding(dir);
+    assert_eq!(g.list(), ["web__echo", "tool_search", "call_tool"]);
+    assert_eq!(
+        text(&g.call("web__echo", json!({"text": "hi"}))),
+        "echo: {\"text\":\"hi\"}"
+    );
+    let r = g.call("tool_search", json!({"query": "slow"}));
+    assert!(text(&r).contains("`web__slow`"), "{r}");
+    let r = g.call(
+        "call_tool",
+        json!({"name": "web__slow", "arguments": {"text": "x"}}),
+    );
+    assert!(!is_error(&r), "{r}");
+    assert_eq!(text(&r), "slow: {\"text\":\"x\"}");
+    // The hidden tool is refused on every path, the server never asked.
+    for (name, arguments) in [
+        ("web__secret", json!({})),
+        ("call_tool", json!({"name": "web__secret"})),
+    ] {
+        let r = g.call(name, arguments);
+        assert!(is_error(&r), "{r}");
+        assert!(text(&r).ends_with("not found."), "{r}");
+    }
+    let r = g.call(
+        "tool_search",
+        json!({"query": "", "names": ["web__secret"]}),
+    );
+    assert!(
+        text(&r).contains("Not available in this chat: `web__secret`."),
+        "{r}"
+    );
+    let err = g.stderr();
+    assert!(
+        err.contains("note: server `web` started with 5 tools"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_http_child_s_tools_list_changed_reloads_the_registry() {
+    let web = HttpFixture::start(TOOLS, &[]);
+    let dir = temp_dir("http-relist");
+    let (p, s) = files(
+        &dir,
+        "NoDefer(*)\n",
+        &[("web", json!({"type": "http", "url": web.url}))],
+    );
+    let mut g = Gateway::connect_files(&p, &s, "2025-11-25").holding(dir);
+    assert!(!g.list().contains(&"web__added".to_string()));
+    let r = g.call("web__change", json!({}));
+    assert!(!is_error(&r), "{r}");
+    assert!(g.wait_list_changed(DEADLINE), "{}", g.stderr());
+    assert!(g.list().contains(&"web__added".to_string()));
+    assert_eq!(text(&g.call("web__added", json!({}))), "added: {}");
+}
+
+#[test]
+fn headers_are_sent_with_environment_variables_expanded() {
+    let web = HttpFixture::start("echo", &[("FIXTURE_REQUIRE_HEADER", "x-token=s3cret")]);
+    let dir = temp_dir("http-headers");
+    let entry = json!({"url": web.url, "headers": {"X-Token": "${TOOLPOLICY_TEST_TOKEN}"}});
+    let (p, s) = files(&dir, "NoDefer(*)\n", &[("web", entry)]);
+    let mut g = Gateway::connect_env(
+        &args(&p, &s),
+        &[("TOOLPOLICY_TEST_TOKEN", "s3cret")],
+        "2025-11-25",
+    );
+    assert_eq!(g.list(), ["web__echo"]);
+    assert_eq!(text(&g.call("web__echo", json!({}))), "echo: {}");
+    drop(g);
+
+    // A wrong token: the server refuses, the gateway names it and serves on.
+    let mut g = Gateway::connect_env(
+        &args(&p, &s),
+        &[("TOOLPOLICY_TEST_TOKEN", "wrong")],
+        "2025-11-25",
+    );
+    assert!(g.list().is_empty());
+    assert!(
+        g.wait_stderr("error: server `web` did not start", 1),
+        "{}",
+        g.stderr()
+    );
+    drop(g);
+
+    // An unset variable is an error in the servers file, before serving.
+    let (code, out, err) = run_to_end(&args(&p, &s));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        err.contains(
+            "`mcpServers.web.headers.X-Token`: environment variable `TOOLPOLICY_TEST_TOKEN` is not set"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_http_server_down_at_start_leaves_the_others_served_and_is_reached_later() {
+    let url = closed_url();
+    let port = url
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches("/mcp")
+        .to_string();
+    let dir = temp_dir("http-down");
+    let (p, s) = files(
+        &dir,
+        "NoDefer(*)\n",
+        &[
+            ("web", json!({"url": url})),
+            ("local", fixture("echo", &[])),
+        ],
+    );
+    let mut g = Gateway::connect_files(&p, &s, "2025-11-25").holding(dir);
+    assert_eq!(g.list(), ["local__echo"]);
+    assert_eq!(text(&g.call("local__echo", json!({}))), "echo: {}");
+    let err = g.stderr();
+    assert!(err.contains("error: server `web` did not start"), "{err}");
+    // The cause under rmcp's message, without its Rust types.
+    assert!(err.contains("refused"), "{err}");
+    assert!(!err.contains("rmcp::"), "{err}");
+    // The server comes up: the gateway reconnects on demand, with back-off.
+    let _web = HttpFixture::start("echo", &[("FIXTURE_PORT", &port)]);
+    let until = Instant::now() + DEADLINE;
+    while Instant::now() < until && !g.list().contains(&"web__echo".to_string()) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(g.list(), ["web__echo", "local__echo"], "{}", g.stderr());
+    assert_eq!(text(&g.call("web__echo", json!({}))), "echo: {}");
+}
+
+#[test]
+fn an_http_server_that_goes_away_is_named_and_reconnected_on_demand() {
+    let mut web = HttpFixture::start("echo,crash", &[]);
+    let port = web.port();
+    let dir = temp_dir("http-crash");
+    let (p, s) = files(&dir, "NoDefer(*)\n", &[("web", json!({"url": web.url}))]);
+    let mut g = Gateway::connect_files(&p, &s, "2025-11-25").holding(dir);
+    let r = g.call("web__crash", json!({}));
+    assert!(is_error(&r), "{r}");
+    assert!(text(&r).contains("server `web`"), "{r}");
+    assert!(web.wait_gone());
+    let r = g.call("web__echo", json!({}));
+    assert!(is_error(&r), "{r}");
+    assert!(text(&r).contains("server `web`"), "{r}");
+    let _web = HttpFixture::start("echo,crash", &[("FIXTURE_PORT", &port)]);
+    let until = Instant::now() + DEADLINE;
+    let mut last = json!(null);
+    while Instant::now() < until {
+        last = g.call("web__echo", json!({}));
+        if !is_error(&last) {
+            break;
+        }
+        assert!(text(&last).contains("server `web`"), "{last}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(text(&last), "echo: {}", "{}", g.stderr());
+    let err = g.stderr();
+    assert!(err.contains("warning: server `web` went away"), "{err}");
+    assert!(err.contains("note: server `web` restarted"), "{err}");
+}
+
+#[test]
+fn dry_run_shows_remote_servers_by_their_origin() {
+    let web = HttpFixture::start(TOOLS, &[]);
+    let dir = temp_dir("http-dry");
+    let down = closed_url();
+    let (p, s) = files(
+        &dir,
+        POLICY,
+        &[
+            (
+                "web",
+                json!({"type": "streamableHttp", "url": format!("{}?key=k", web.url)}),
+            ),
+            ("gone", json!({"url": down})),
+        ],
+    );
+    let mut a = args(&p, &s);
+    a.push("--dry-run");
+    let (code, out, err) = run_to_end(&a);
+    assert_eq!(code, Some(1), "{err}");
+    let origin = web.url.trim_end_matches("/mcp");
+    assert!(
+        out.contains(&format!("  web (remote, {origin}): 5 tools\n")),
+        "{out}"
+    );
+    assert!(!out.contains("key=k"), "{out}");
+    let gone = down.trim_end_matches("/mcp");
+    assert!(
+        out.contains(&format!(
+            "  gone (remote, {gone}): failed: server `gone` did not start"
+        )),
+        "{out}"
+    );
+    a.extend(["--format", "json"]);
+    let (_, out, _) = run_to_end(&a);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        v["servers"][0],
+        json!({"name": "web", "remote": origin, "tools": 5, "error": null})
+    );
+}
+
+#[test]
+fn bad_remote_entries_exit_before_serving_naming_the_entry() {
+    let dir = temp_dir("http-bad");
+    for (entry, expected) in [
+        (
+            json!({"url": "htp:/nowhere"}),
+            "`mcpServers.web.url`: server `web`: `htp:/nowhere`",
+        ),
+        (
+            json!({"url": "localhost:8080/mcp"}),
+            "`mcpServers.web.url`: server `web`:",
+        ),
+        (
+            json!({"type": "sse", "url": "http://127.0.0.1:1/sse"}),
+            "`mcpServers.web.type`: server `web` uses the legacy SSE transport: not supported",
+        ),
+    ] {
+        let (p, s) = files(&dir, POLICY, &[("web", entry.clone())]);
+        let (code, out, err) = run_to_end(&args(&p, &s));
+        assert_eq!(code, Some(2), "{entry}: {err}");
+        assert!(out.is_empty(), "{out}");
+        assert!(err.contains(expected), "{entry}: {err}");
+    }
+}
+
+#[test]
+fn an_http_server_that_hangs_is_cut_off_by_both_timeouts() {
+    // A port that takes connections (into its backlog) and never answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_url = format!("http://{}/mcp", silent.local_addr().unwrap());
+    let web = HttpFixture::start("echo,hang", &[]);
+    let dir = temp_dir("http-hang");
+    let (p, s) = files(
+        &dir,
+        "NoDefer(*)\n",
+        &[
+            ("silent", json!({"url": silent_url})),
+            ("web", json!({"url": web.url})),
+        ],
+    );
+    let mut a = args(&p, &s);
+    a.extend(["--start-timeout", "0.5", "--call-timeout", "0.5"]);
+    let t0 = Instant::now();
+    let mut g = Gateway::connect(&a, "2025-11-25").holding(dir);
+    assert!(t0.elapsed() < Duration::from_secs(10));
+    assert!(
+        g.wait_stderr("error: server `silent` did not start within 0.5 s", 1),
+        "{}",
+        g.stderr()
+    );
+    assert_eq!(g.list(), ["web__echo", "web__hang"]);
+    let t0 = Instant::now();
+    let r = g.call("web__hang", json!({}));
+    assert!(t0.elapsed() < Duration::from_secs(5));
+    assert_eq!(
+        text(&r),
+        "server `web` did not answer `hang` within 0.5 s",
+        "{r}"
+    );
+    assert_eq!(text(&g.call("web__echo", json!({}))), "echo: {}");
+}
+
+#[test]
+fn an_http_server_restarted_between_calls_is_reached_in_the_next_call() {
+    let mut web = HttpFixture::start("echo", &[]);
+    let port = web.port();
+    let dir = temp_dir("http-restart");
+    let (p, s) = files(&dir, "NoDefer(*)\n", &[("web", json!({"url": web.url}))]);
+    let mut g = Gateway::connect_files(&p, &s, "2025-11-25").holding(dir);
+    assert_eq!(text(&g.call("web__echo", json!({}))), "echo: {}");
+    // Killed from outside and started again: its session is gone.
+    let _ = web.child.kill();
+    assert!(web.wait_gone());
+    let _web = HttpFixture::start("echo", &[("FIXTURE_PORT", &port)]);
+    // The transport opens a new session within the call (rmcp re-initialises
+    // on an expired session): the client never sees the restart.
+    let r = g.call("web__echo", json!({}));
+    assert_eq!(text(&r), "echo: {}", "{r}\n{}", g.stderr());
+    assert!(!is_error(&r), "{r}");
+}
