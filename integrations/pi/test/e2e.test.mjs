@@ -60,6 +60,47 @@ function within(ms, promise, what) {
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
+/**
+ * A pi session in `cwd` that the faux provider answers, offline. The
+ * extension comes from `extensions` (factories, pi's other extensions off)
+ * or from `extensionPaths` (pi's own loader); `sessionManager` is in memory
+ * unless given, so two sessions can share one store.
+ */
+async function openSession(cwd, faux, options) {
+  const { extensions, extensionPaths, customTools, sessionStartEvent } = options;
+  const authStorage = AuthStorage.inMemory();
+  authStorage.setRuntimeApiKey(faux.getModel().provider, 'offline');
+  const agentDir = join(cwd, 'agent');
+  const resourceLoader = new DefaultResourceLoader({
+    cwd,
+    agentDir,
+    ...(extensionPaths
+      ? { additionalExtensionPaths: extensionPaths }
+      : { noExtensions: true, extensionFactories: extensions }),
+    noSkills: true,
+    noPromptTemplates: true,
+    noThemes: true,
+    noContextFiles: true,
+  });
+  await within(20_000, resourceLoader.reload(), 'loading resources');
+  return within(
+    10_000,
+    createAgentSession({
+      cwd,
+      agentDir,
+      model: faux.getModel(),
+      authStorage,
+      modelRegistry: ModelRegistry.inMemory(authStorage),
+      resourceLoader,
+      sessionManager: options.sessionManager ?? SessionManager.inMemory(),
+      settingsManager: SettingsManager.inMemory(),
+      ...(sessionStartEvent ? { sessionStartEvent } : {}),
+      ...(customTools ? { customTools } : {}),
+    }),
+    'creating the session',
+  );
+}
+
 test('a pi session declares, searches, refuses and rebuilds as the policy says', { timeout: 60_000 }, async () => {
   const cwd = mkdtempSync(join(tmpdir(), 'toolpolicy-pi-'));
   const faux = registerFauxProvider();
@@ -99,39 +140,15 @@ test('a pi session declares, searches, refuses and rebuilds as the policy says',
     step(fauxAssistantMessage(fauxText('again'))),
   ]);
 
-  const authStorage = AuthStorage.inMemory();
-  authStorage.setRuntimeApiKey(faux.getModel().provider, 'offline');
-  const resourceLoader = new DefaultResourceLoader({
-    cwd,
-    agentDir: join(cwd, 'agent'),
-    noExtensions: true,
-    noSkills: true,
-    noPromptTemplates: true,
-    noThemes: true,
-    noContextFiles: true,
-    extensionFactories: [createExtension({ policy: POLICY })],
-  });
-  await within(10_000, resourceLoader.reload(), 'loading resources');
-  ({ session } = await within(
-    10_000,
-    createAgentSession({
-      cwd,
-      agentDir: join(cwd, 'agent'),
-      model: faux.getModel(),
-      authStorage,
-      modelRegistry: ModelRegistry.inMemory(authStorage),
-      resourceLoader,
-      sessionManager: SessionManager.inMemory(),
-      settingsManager: SettingsManager.inMemory(),
-      customTools: [
-        tool('web_fetch', 'Fetch a web page and return it as markdown.'),
-        tool('todo_write', 'Write the todo list of the task.'),
-        tool('browser_preview', 'Open a page in the browser preview.'),
-        tool('secret_vault', 'Read a secret from the vault.'),
-      ],
-    }),
-    'creating the session',
-  ));
+  ({ session } = await openSession(cwd, faux, {
+    extensions: [createExtension({ policy: POLICY })],
+    customTools: [
+      tool('web_fetch', 'Fetch a web page and return it as markdown.'),
+      tool('todo_write', 'Write the todo list of the task.'),
+      tool('browser_preview', 'Open a page in the browser preview.'),
+      tool('secret_vault', 'Read a secret from the vault.'),
+    ],
+  }));
   const errors = [];
   // What pi's own modes do once a session exists: session_start fires here.
   await within(10_000, session.bindExtensions({ onError: (e) => errors.push(e) }), 'starting extensions');
@@ -170,33 +187,10 @@ test('a pi session declares, searches, refuses and rebuilds as the policy says',
 test("pi's own loader loads the extension from its path, with the bundled policy", { timeout: 60_000 }, async () => {
   const cwd = mkdtempSync(join(tmpdir(), 'toolpolicy-pi-'));
   const faux = registerFauxProvider();
-  const authStorage = AuthStorage.inMemory();
-  authStorage.setRuntimeApiKey(faux.getModel().provider, 'offline');
-  const resourceLoader = new DefaultResourceLoader({
-    cwd,
-    agentDir: join(cwd, 'agent'),
-    noSkills: true,
-    noPromptTemplates: true,
-    noThemes: true,
-    noContextFiles: true,
-    additionalExtensionPaths: [fileURLToPath(new URL('../index.js', import.meta.url))],
+  const { session, extensionsResult } = await openSession(cwd, faux, {
+    extensionPaths: [fileURLToPath(new URL('../index.js', import.meta.url))],
+    customTools: [tool('web_fetch', 'Fetch a web page and return it as markdown.')],
   });
-  await within(20_000, resourceLoader.reload(), 'loading the extension');
-  const { session, extensionsResult } = await within(
-    10_000,
-    createAgentSession({
-      cwd,
-      agentDir: join(cwd, 'agent'),
-      model: faux.getModel(),
-      authStorage,
-      modelRegistry: ModelRegistry.inMemory(authStorage),
-      resourceLoader,
-      sessionManager: SessionManager.inMemory(),
-      settingsManager: SettingsManager.inMemory(),
-      customTools: [tool('web_fetch', 'Fetch a web page and return it as markdown.')],
-    }),
-    'creating the session',
-  );
   try {
     assert.deepEqual(extensionsResult.errors, []);
     await within(10_000, session.bindExtensions({}), 'starting extensions');
@@ -211,8 +205,6 @@ test("pi's own loader loads the extension from its path, with the bundled policy
 test('a resumed pi session declares again what its evidence activated', { timeout: 60_000 }, async () => {
   const cwd = mkdtempSync(join(tmpdir(), 'toolpolicy-pi-'));
   const faux = registerFauxProvider();
-  const authStorage = AuthStorage.inMemory();
-  authStorage.setRuntimeApiKey(faux.getModel().provider, 'offline');
   const sessionManager = SessionManager.inMemory();
   const requests = [];
   const step = (answer) => (context) => {
@@ -225,33 +217,12 @@ test('a resumed pi session declares again what its evidence activated', { timeou
   ]);
   /** A pi session over the same session store, started for `reason`. */
   async function open(reason) {
-    const resourceLoader = new DefaultResourceLoader({
-      cwd,
-      agentDir: join(cwd, 'agent'),
-      noExtensions: true,
-      noSkills: true,
-      noPromptTemplates: true,
-      noThemes: true,
-      noContextFiles: true,
-      extensionFactories: [createExtension({ policy: POLICY })],
+    const { session } = await openSession(cwd, faux, {
+      extensions: [createExtension({ policy: POLICY })],
+      sessionManager,
+      sessionStartEvent: { type: 'session_start', reason },
+      customTools: [tool('web_fetch', 'Fetch a web page and return it as markdown.')],
     });
-    await within(10_000, resourceLoader.reload(), 'loading resources');
-    const { session } = await within(
-      10_000,
-      createAgentSession({
-        cwd,
-        agentDir: join(cwd, 'agent'),
-        model: faux.getModel(),
-        authStorage,
-        modelRegistry: ModelRegistry.inMemory(authStorage),
-        resourceLoader,
-        sessionManager,
-        settingsManager: SettingsManager.inMemory(),
-        sessionStartEvent: { type: 'session_start', reason },
-        customTools: [tool('web_fetch', 'Fetch a web page and return it as markdown.')],
-      }),
-      'creating the session',
-    );
     await within(10_000, session.bindExtensions({}), 'starting extensions');
     return session;
   }
@@ -275,33 +246,9 @@ test('a resumed pi session declares again what its evidence activated', { timeou
 test('a policy that does not load declares no tool (fail closed) and says why', { timeout: 60_000 }, async () => {
   const cwd = mkdtempSync(join(tmpdir(), 'toolpolicy-pi-'));
   const faux = registerFauxProvider();
-  const authStorage = AuthStorage.inMemory();
-  authStorage.setRuntimeApiKey(faux.getModel().provider, 'offline');
-  const resourceLoader = new DefaultResourceLoader({
-    cwd,
-    agentDir: join(cwd, 'agent'),
-    noExtensions: true,
-    noSkills: true,
-    noPromptTemplates: true,
-    noThemes: true,
-    noContextFiles: true,
-    extensionFactories: [createExtension({ policy: 'Hide(bash)\nDefr(read)\n' })],
+  const { session } = await openSession(cwd, faux, {
+    extensions: [createExtension({ policy: 'Hide(bash)\nDefr(read)\n' })],
   });
-  await within(10_000, resourceLoader.reload(), 'loading resources');
-  const { session } = await within(
-    10_000,
-    createAgentSession({
-      cwd,
-      agentDir: join(cwd, 'agent'),
-      model: faux.getModel(),
-      authStorage,
-      modelRegistry: ModelRegistry.inMemory(authStorage),
-      resourceLoader,
-      sessionManager: SessionManager.inMemory(),
-      settingsManager: SettingsManager.inMemory(),
-    }),
-    'creating the session',
-  );
   const logged = [];
   const error = console.error;
   console.error = (...a) => logged.push(a.join(' '));
