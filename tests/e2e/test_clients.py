@@ -171,6 +171,14 @@ class ClientCase(unittest.TestCase):
         self.project = self.work.path / "project"
         self.project.mkdir()
 
+    def assert_finished(self, run: subprocess.CompletedProcess[str], model: ModelServer) -> None:
+        """The client exited cleanly with the scripted model's last words,
+        and the model saw every request it expected."""
+        failure = f"exit {run.returncode}\n{run.stdout[-2000:]}\n{run.stderr[-3000:]}"
+        self.assertEqual(run.returncode, 0, failure)
+        self.assertIn(FINAL, run.stdout, failure)
+        self.assertEqual(model.errors, [])
+
     def assert_results(self, results: list[tuple[str, str]]) -> None:
         """The gateway's answers the client passed back to the model: the
         search loaded the deferred tool with its parameters, the call through
@@ -272,10 +280,7 @@ class ClaudeCode(ClientCase):
             run = run_client(
                 ["claude", "-p", prompt, "--allowedTools", "mcp__tools"], env, self.project
             )
-            failure = f"exit {run.returncode}\n{run.stdout[-2000:]}\n{run.stderr[-2000:]}"
-            self.assertEqual(run.returncode, 0, failure)
-            self.assertIn(FINAL, run.stdout, failure)
-            self.assertEqual(model.errors, [])
+            self.assert_finished(run, model)
 
             turns = self.agent_turns(model)
             self.assertEqual(len(turns), 4, [json.dumps(t)[:300] for t in turns])
@@ -310,10 +315,7 @@ class ClaudeCode(ClientCase):
             prompt = "Write the test entity into the knowledge graph."
             argv = ["claude", "-p", prompt, "--mcp-config", str(config), "--strict-mcp-config"]
             run = run_client([*argv, "--allowedTools", "mcp__tools"], self.env(model), self.project)
-            failure = f"exit {run.returncode}\n{run.stdout[-2000:]}\n{run.stderr[-2000:]}"
-            self.assertEqual(run.returncode, 0, failure)
-            self.assertIn(FINAL, run.stdout, failure)
-            self.assertEqual(model.errors, [])
+            self.assert_finished(run, model)
 
             turns = [r.body for r in model.posts("/messages") if "ToolSearch" in tool_names(r.body)]
             self.assertEqual(len(turns), 5, [json.dumps(t)[:300] for t in turns])
@@ -457,10 +459,7 @@ class Codex(ClientCase):
     def test_codex_exec_through_the_readme_snippet(self) -> None:
         with ModelServer(self.script) as model:
             run = self.run_codex(model)
-            failure = f"exit {run.returncode}\n{run.stdout[-2000:]}\n{run.stderr[-3000:]}"
-            self.assertEqual(run.returncode, 0, failure)
-            self.assertIn(FINAL, run.stdout, failure)
-            self.assertEqual(model.errors, [])
+            self.assert_finished(run, model)
 
             turns = self.agent_turns(model)
             self.assertEqual(len(turns), 4, [json.dumps(t)[:300] for t in turns])
