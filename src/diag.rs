@@ -280,26 +280,6 @@ pub fn line_starts(text: &str) -> Vec<usize> {
     starts
 }
 
-/// The lines of `text` without their line breaks, by [`line_break_len`]'s
-/// definition: like [`str::lines`], but a lone `\r` ends a line too, so a
-/// diff or a listing numbers lines as diagnostics do.
-pub fn split_lines(text: &str) -> Vec<&str> {
-    let bytes = text.as_bytes();
-    let mut lines = Vec::new();
-    let mut start = 0;
-    let mut i = 0;
-    while let Some(n) = bytes[i..].iter().position(|&b| b == b'\n' || b == b'\r') {
-        let at = i + n;
-        lines.push(&text[start..at]);
-        i = at + line_break_len(bytes, at).unwrap_or(1);
-        start = i;
-    }
-    if start < text.len() {
-        lines.push(&text[start..]);
-    }
-    lines
-}
-
 /// The text with every line break written as `\n`, for code that reads lines.
 pub fn normalize_line_breaks(text: &str) -> std::borrow::Cow<'_, str> {
     if !text.contains('\r') {
@@ -464,9 +444,6 @@ mod tests {
             ["a", "b", "c", "d"]
         );
         assert_eq!(normalize_line_breaks("a\rb\r\nc\nd"), "a\nb\nc\nd");
-        assert_eq!(split_lines("a\rb\r\nc\nd\n"), ["a", "b", "c", "d"]);
-        assert_eq!(split_lines("a\n\nb"), ["a", "", "b"]);
-        assert!(split_lines("").is_empty());
     }
 
     #[test]

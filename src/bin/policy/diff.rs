@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use similar::{Algorithm, ChangeTag, DiffOp};
+use toolpolicy::chars::escape;
 
 /// Lines of context around each change.
 const CONTEXT: usize = 3;
@@ -88,6 +89,23 @@ fn ops(a: &[&str], b: &[&str]) -> Vec<DiffOp> {
     out
 }
 
+/// The lines of `text` as the parser and the diagnostics count them (a lone
+/// `\r` ends one too, so hunk ranges name the lines `check` would), each
+/// escaped for the terminal with any line break but `\n` shown: a change of
+/// line breaks alone shows in the diff.
+fn display_lines(text: &str) -> Vec<String> {
+    let mut starts = toolpolicy::diag::line_starts(text);
+    starts.push(text.len());
+    starts
+        .windows(2)
+        .filter(|w| w[0] < w[1])
+        .map(|w| {
+            let line = &text[w[0]..w[1]];
+            escape(line.strip_suffix('\n').unwrap_or(line)).into_owned()
+        })
+        .collect()
+}
+
 /// `--- name` / `+++ name (formatted)` and hunks with three lines of context;
 /// empty when the texts are equal. `color` paints removed lines red and
 /// added ones green.
@@ -95,10 +113,11 @@ pub fn unified(name: &str, old: &str, new: &str, color: bool) -> String {
     if old == new {
         return String::new();
     }
-    // Lines as the parser and the diagnostics count them: a lone `\r` ends
-    // one too, so hunk ranges name the lines `check` would.
-    let a = toolpolicy::diag::split_lines(old);
-    let b = toolpolicy::diag::split_lines(new);
+    let (a, b) = (display_lines(old), display_lines(new));
+    let (a, b): (Vec<&str>, Vec<&str>) = (
+        a.iter().map(String::as_str).collect(),
+        b.iter().map(String::as_str).collect(),
+    );
     let ops = ops(&a, &b);
     let paint = |code: &str, sign: char, line: &str| {
         if color {
@@ -146,7 +165,8 @@ mod tests {
         assert_eq!(unified("p", old, old, false), "");
     }
 
-    /// A lone `\r` breaks a line for the diff as it does for the parser.
+    /// A lone `\r` breaks a line for the diff as it does for the parser, and
+    /// shows where it changes.
     #[test]
     fn a_lone_carriage_return_breaks_a_line() {
         assert_eq!(
@@ -156,7 +176,7 @@ mod tests {
                 "Defer(x)  # c\nNoDefer(y)\n",
                 false
             ),
-            "--- p\n+++ p (formatted)\n@@ -1,2 +1,2 @@\n-Defer(x) # c\n+Defer(x)  # c\n NoDefer(y)\n"
+            "--- p\n+++ p (formatted)\n@@ -1,2 +1,2 @@\n-Defer(x) # c\\u{d}\n+Defer(x)  # c\n NoDefer(y)\n"
         );
     }
 

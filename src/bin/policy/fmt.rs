@@ -127,25 +127,9 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         } else if args.check {
             if args.format != Format::Json {
                 let color = args.format == Format::Human && common::color();
-                // Lines split as the parser splits them (a lone `\r`
-                // too), each escaped for the terminal with any break but
-                // `\n` shown, so a change of line breaks shows as one.
-                let lines = |t: &str| {
-                    let mut starts = toolpolicy::diag::line_starts(t);
-                    starts.push(t.len());
-                    starts
-                        .windows(2)
-                        .filter(|w| w[0] < w[1])
-                        .map(|w| {
-                            let line = &t[w[0]..w[1]];
-                            format!("{}\n", escape(line.strip_suffix('\n').unwrap_or(line)))
-                        })
-                        .collect::<String>()
-                };
-                let (old, new) = (lines(&text), lines(&formatted));
                 print!(
                     "{}",
-                    crate::diff::unified(&escape(&name), &old, &new, color)
+                    crate::diff::unified(&escape(&name), &text, &formatted, color)
                 );
             }
             Status::WouldReformat
