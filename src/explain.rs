@@ -92,6 +92,9 @@ pub struct Explanation {
     pub not_declared: Option<String>,
 }
 
+/// Why a search tool decided active is not declared (SPEC 3.2).
+pub const NOTHING_DEFERRED: &str = "nothing in the registry is deferred in this context, and a search tool is declared only while something is";
+
 /// Fills in [`Explanation::not_declared`] from the registry, so that explain
 /// and the plan agree. A search tool is decided active but declared only while
 /// something is deferred (SPEC 3.2); whether anything is depends on the
@@ -110,10 +113,7 @@ pub fn note_plan(
         .iter()
         .any(|t| table.decide(&resolved, &ItemRef::from_tool(t)).exposure == Exposure::Deferred);
     if !deferring {
-        e.not_declared = Some(
-            "nothing in the registry is deferred in this context, and a search tool is declared only while something is"
-                .into(),
-        );
+        e.not_declared = Some(NOTHING_DEFERRED.into());
     }
     Ok(())
 }

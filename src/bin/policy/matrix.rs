@@ -14,6 +14,7 @@ use serde::Serialize;
 use serde::ser::Serializer;
 use toolpolicy::chars::escape;
 use toolpolicy::decision::{CauseKind, Exposure};
+use toolpolicy::explain::NOTHING_DEFERRED;
 use toolpolicy::{Context, Decision, ItemRef, Policy, Registry, Resolved, SkillList, Table};
 
 use crate::common::{CliError, Format};
@@ -30,9 +31,6 @@ struct Cell<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     not_declared: Option<&'static str>,
 }
-
-/// What a search tool's cell says in a mode where nothing is deferred.
-const NOTHING_DEFERRED: &str = "nothing in the registry is deferred in this mode, and a search tool is declared only while something is";
 
 #[derive(Serialize)]
 struct Row<'a> {
