@@ -19,14 +19,7 @@ const TOOLS: &str = "echo,secret,slow,fail,structured,crash,hang,change";
 fn gateway(tag: &str, policy: &str, extra: &[&str], version: &str) -> Gateway {
     let dir = temp_dir(tag);
     let (p, s) = files(&dir, policy, &[("fx", fixture(TOOLS, &[]))]);
-    let mut args = vec![
-        "--policy",
-        p.to_str().unwrap(),
-        "--servers",
-        s.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    Gateway::connect(&args, version).holding(dir)
+    Gateway::connect(&file_args(&p, &s, extra), version).holding(dir)
 }
 
 #[test]
@@ -140,14 +133,7 @@ fn list_changed_falls_back_to_call_through_where_the_protocol_forbids_it() {
     // with every request.
     let dir = temp_dir("lc2026");
     let (p, s) = files(&dir, POLICY, &[("fx", fixture(TOOLS, &[]))]);
-    let mut g = Gateway::spawn(&[
-        "--policy",
-        p.to_str().unwrap(),
-        "--servers",
-        s.to_str().unwrap(),
-        "--exposure",
-        "list-changed",
-    ]);
+    let mut g = Gateway::spawn(&file_args(&p, &s, &["--exposure", "list-changed"]));
     let meta = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientInfo": {"name": "suite", "version": "0"},
@@ -334,34 +320,19 @@ fn policy_reloads_good_and_bad() {
 fn bad_servers_files_and_policies_exit_before_serving() {
     let dir = temp_dir("bad");
     let (p, s) = files(&dir, POLICY, &[("fx", json!({"args": ["x"]}))]);
-    let (code, out, err) = run_to_end(&[
-        "--policy",
-        p.to_str().unwrap(),
-        "--servers",
-        s.to_str().unwrap(),
-    ]);
+    let (code, out, err) = run_to_end(&file_args(&p, &s, &[]));
     assert_eq!(code, Some(2), "{err}");
     assert!(out.is_empty());
     assert!(err.contains("`mcpServers.fx`: missing `command`"), "{err}");
 
     let (p, s) = files(&dir, "Defer(\n", &[("fx", fixture("echo", &[]))]);
-    let (code, out, err) = run_to_end(&[
-        "--policy",
-        p.to_str().unwrap(),
-        "--servers",
-        s.to_str().unwrap(),
-    ]);
+    let (code, out, err) = run_to_end(&file_args(&p, &s, &[]));
     assert_eq!(code, Some(1), "{err}");
     assert!(out.is_empty(), "{out}");
     assert!(err.contains("gateway.policy:"), "{err}");
 
     let (p, s) = files(&dir, "mode agent {\n}\n", &[("fx", fixture("echo", &[]))]);
-    let (code, _, err) = run_to_end(&[
-        "--policy",
-        p.to_str().unwrap(),
-        "--servers",
-        s.to_str().unwrap(),
-    ]);
+    let (code, _, err) = run_to_end(&file_args(&p, &s, &[]));
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("`--mode` is required"), "{err}");
 }
@@ -377,14 +348,7 @@ fn dry_run_reports_servers_the_list_and_its_tokens() {
             ("down", fixture("echo", &[("FIXTURE_EXIT_AT_START", "1")])),
         ],
     );
-    let args = [
-        "--policy",
-        p.to_str().unwrap(),
-        "--servers",
-        s.to_str().unwrap(),
-        "--dry-run",
-    ];
-    let (code, out, err) = run_to_end(&args);
+    let (code, out, err) = run_to_end(&file_args(&p, &s, &["--dry-run"]));
     assert_eq!(code, Some(1), "{err}");
     assert!(out.contains("  fx: 8 tools\n"), "{out}");
     assert!(
@@ -402,15 +366,7 @@ fn dry_run_reports_servers_the_list_and_its_tokens() {
     assert!(out.contains("tokens: "), "{out}");
 
     let (p, s) = files(&dir, POLICY, &[("fx", fixture(TOOLS, &[]))]);
-    let (code, out, err) = run_to_end(&[
-        "--policy",
-        p.to_str().unwrap(),
-        "--servers",
-        s.to_str().unwrap(),
-        "--dry-run",
-        "--format",
-        "json",
-    ]);
+    let (code, out, err) = run_to_end(&file_args(&p, &s, &["--dry-run", "--format", "json"]));
     assert_eq!(code, Some(0), "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(
@@ -436,15 +392,7 @@ fn a_child_that_does_not_start_in_time_is_reported_and_the_others_served() {
         ],
     );
     let t0 = Instant::now();
-    let (code, out, err) = run_to_end(&[
-        "--policy",
-        p.to_str().unwrap(),
-        "--servers",
-        s.to_str().unwrap(),
-        "--start-timeout",
-        "0.5",
-        "--dry-run",
-    ]);
+    let (code, out, err) = run_to_end(&file_args(&p, &s, &["--start-timeout", "0.5", "--dry-run"]));
     assert!(t0.elapsed() < Duration::from_secs(10));
     assert_eq!(code, Some(1), "{err}");
     assert!(
@@ -500,12 +448,7 @@ fn a_child_killed_from_outside_is_restarted_on_the_next_call() {
 fn clients_of_2026_hear_of_reloads_on_their_subscription_stream() {
     let dir = temp_dir("listen");
     let (p, s) = files(&dir, POLICY, &[("fx", fixture(TOOLS, &[]))]);
-    let mut g = Gateway::spawn(&[
-        "--policy",
-        p.to_str().unwrap(),
-        "--servers",
-        s.to_str().unwrap(),
-    ]);
+    let mut g = Gateway::spawn(&file_args(&p, &s, &[]));
     let meta = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientInfo": {"name": "suite", "version": "0"},

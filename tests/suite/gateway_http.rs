@@ -87,15 +87,6 @@ fn closed_url() -> String {
     format!("http://127.0.0.1:{port}/mcp")
 }
 
-fn args<'a>(p: &'a std::path::Path, s: &'a std::path::Path) -> Vec<&'a str> {
-    vec![
-        "--policy",
-        p.to_str().unwrap(),
-        "--servers",
-        s.to_str().unwrap(),
-    ]
-}
-
 #[test]
 fn an_http_child_is_listed_searched_and_called_under_the_policy() {
     let web = HttpFixture::start(TOOLS, &[]);
@@ -164,7 +155,7 @@ fn headers_are_sent_with_environment_variables_expanded() {
     let entry = json!({"url": web.url, "headers": {"X-Token": "${TOOLPOLICY_TEST_TOKEN}"}});
     let (p, s) = files(&dir, "NoDefer(*)\n", &[("web", entry)]);
     let mut g = Gateway::connect_env(
-        &args(&p, &s),
+        &file_args(&p, &s, &[]),
         &[("TOOLPOLICY_TEST_TOKEN", "s3cret")],
         "2025-11-25",
     );
@@ -174,7 +165,7 @@ fn headers_are_sent_with_environment_variables_expanded() {
 
     // A wrong token: the server refuses, the gateway names it and serves on.
     let mut g = Gateway::connect_env(
-        &args(&p, &s),
+        &file_args(&p, &s, &[]),
         &[("TOOLPOLICY_TEST_TOKEN", "wrong")],
         "2025-11-25",
     );
@@ -187,7 +178,7 @@ fn headers_are_sent_with_environment_variables_expanded() {
     drop(g);
 
     // An unset variable is an error in the servers file, before serving.
-    let (code, out, err) = run_to_end(&args(&p, &s));
+    let (code, out, err) = run_to_end(&file_args(&p, &s, &[]));
     assert_eq!(code, Some(2), "{err}");
     assert!(out.is_empty(), "{out}");
     assert!(
@@ -279,9 +270,7 @@ fn dry_run_shows_remote_servers_by_their_origin() {
             ("gone", json!({"url": down})),
         ],
     );
-    let mut a = args(&p, &s);
-    a.push("--dry-run");
-    let (code, out, err) = run_to_end(&a);
+    let (code, out, err) = run_to_end(&file_args(&p, &s, &["--dry-run"]));
     assert_eq!(code, Some(1), "{err}");
     let origin = web.url.trim_end_matches("/mcp");
     assert!(
@@ -296,8 +285,7 @@ fn dry_run_shows_remote_servers_by_their_origin() {
         )),
         "{out}"
     );
-    a.extend(["--format", "json"]);
-    let (_, out, _) = run_to_end(&a);
+    let (_, out, _) = run_to_end(&file_args(&p, &s, &["--dry-run", "--format", "json"]));
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(
         v["servers"][0],
@@ -323,7 +311,7 @@ fn bad_remote_entries_exit_before_serving_naming_the_entry() {
         ),
     ] {
         let (p, s) = files(&dir, POLICY, &[("web", entry.clone())]);
-        let (code, out, err) = run_to_end(&args(&p, &s));
+        let (code, out, err) = run_to_end(&file_args(&p, &s, &[]));
         assert_eq!(code, Some(2), "{entry}: {err}");
         assert!(out.is_empty(), "{out}");
         assert!(err.contains(expected), "{entry}: {err}");
@@ -345,8 +333,7 @@ fn an_http_server_that_hangs_is_cut_off_by_both_timeouts() {
             ("web", json!({"url": web.url})),
         ],
     );
-    let mut a = args(&p, &s);
-    a.extend(["--start-timeout", "0.5", "--call-timeout", "0.5"]);
+    let a = file_args(&p, &s, &["--start-timeout", "0.5", "--call-timeout", "0.5"]);
     let t0 = Instant::now();
     let mut g = Gateway::connect(&a, "2025-11-25").holding(dir);
     assert!(t0.elapsed() < Duration::from_secs(10));

@@ -181,8 +181,7 @@ impl Gateway {
 
     /// [`Gateway::connect`] with a policy and a servers file and nothing else.
     pub fn connect_files(policy: &Path, servers: &Path, version: &str) -> Gateway {
-        let (p, s) = (policy.to_str().unwrap(), servers.to_str().unwrap());
-        Gateway::connect(&["--policy", p, "--servers", s], version)
+        Gateway::connect(&file_args(policy, servers, &[]), version)
     }
 
     pub fn send(&mut self, message: &Value) {
@@ -307,6 +306,18 @@ impl Drop for Gateway {
         let _ = self.child.wait();
         drop(self.dir.take());
     }
+}
+
+/// The gateway's arguments for a policy and a servers file, then `extra`.
+pub fn file_args<'a>(policy: &'a Path, servers: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "--policy",
+        policy.to_str().unwrap(),
+        "--servers",
+        servers.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    args
 }
 
 /// The text of a tool result's first content block.
