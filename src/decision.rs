@@ -243,6 +243,43 @@ pub fn check_mode(modes: &[String], mode: Option<&str>) -> Result<(), ContextErr
     })
 }
 
+/// The check of a context's runtime grants: each is a selector as a policy
+/// writes one, so a grant that could only be a slip (empty, white space at an
+/// end, `skill:` or `source:` with no pattern) is an error naming it, where
+/// it would otherwise match nothing without a word. An empty list is fine:
+/// it lets nothing through (SPEC 2.3).
+pub fn check_grants(grants: Option<&[String]>) -> Result<(), ContextError> {
+    for grant in grants.unwrap_or_default() {
+        let (kind, pattern) = split_selector(grant);
+        let prefix = grant[..grant.len() - pattern.len()].to_ascii_lowercase();
+        let problem = if grant.trim().is_empty() {
+            Some((
+                "a runtime grant is empty".to_string(),
+                "write a tool name, `skill:NAME`, `source:NAME` or a pattern with `*`".to_string(),
+            ))
+        } else if kind != crate::ast::SelectorKind::Tool && pattern.trim().is_empty() {
+            Some((
+                format!("the runtime grant `{grant}` has no pattern after `{prefix}`"),
+                format!("write `{prefix}NAME`, or `{prefix}*` for all"),
+            ))
+        } else if grant.trim() != grant {
+            Some((
+                format!("the runtime grant {grant:?} has white space at an end"),
+                format!("write `{}`", grant.trim()),
+            ))
+        } else {
+            None
+        };
+        if let Some((message, help)) = problem {
+            return Err(ContextError {
+                message,
+                help: Some(help),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Runtime grants split into selector kind and pattern text. The prefixes
 /// are read in any case, as the policy language reads them.
 pub(crate) fn split_selector(s: &str) -> (crate::ast::SelectorKind, &str) {

@@ -6,7 +6,8 @@
 
 use crate::ast::{Selector, SelectorKind};
 use crate::decision::{
-    CauseKind, Context, ContextError, Decision, Exposure, ItemKind, ItemRef, Origin, check_mode,
+    CauseKind, Context, ContextError, Decision, Exposure, ItemKind, ItemRef, Origin, check_grants,
+    check_mode,
 };
 use crate::policy::{Policy, Rule, RuleKind, Scope};
 use crate::settings::{Key, Settings};
@@ -166,6 +167,7 @@ pub fn decide(
     item: &ItemRef<'_>,
 ) -> Result<Decision, ContextError> {
     check_mode(&policy.modes, ctx.mode.as_deref())?;
+    check_grants(ctx.grants.as_deref())?;
     let decision = |exposure, cause, origin| Decision {
         exposure,
         cause,

@@ -12,8 +12,8 @@ use std::collections::HashMap;
 
 use crate::ast::SelectorKind;
 use crate::decision::{
-    CauseKind, Context, ContextError, Decision, Exposure, ItemKind, ItemRef, Origin, check_mode,
-    split_selector,
+    CauseKind, Context, ContextError, Decision, Exposure, ItemKind, ItemRef, Origin, check_grants,
+    check_mode, split_selector,
 };
 use crate::pattern::{Pattern, PatternSet};
 use crate::policy::{Condition, Policy, RuleKind, Scope};
@@ -209,6 +209,7 @@ impl Table {
     /// Resolves a context once; every decision in it then uses the result.
     pub fn resolve(&self, ctx: &Context) -> Result<Resolved, ContextError> {
         check_mode(&self.modes, ctx.mode.as_deref())?;
+        check_grants(ctx.grants.as_deref())?;
         let applicable: Vec<bool> = self
             .sections
             .iter()

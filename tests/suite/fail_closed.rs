@@ -170,3 +170,49 @@ fn selector_prefixes_are_read_in_any_case() {
     let (declared, skills) = declared_and_skills(&e, Context::default().with_grants(["SKILL:*"]));
     assert!(declared.contains(&"Bash".to_string()) && skills.is_empty());
 }
+
+#[test]
+fn a_runtime_grant_that_can_only_be_a_slip_is_refused_naming_it() {
+    let e = engine("guard Read\n");
+    for (grant, says) in [
+        ("skill:", "no pattern after `skill:`"),
+        ("SOURCE:", "no pattern after `source:`"),
+        ("source:  ", "no pattern after `source:`"),
+        ("", "a runtime grant is empty"),
+        (" Bash", "white space at an end"),
+    ] {
+        let ctx = Context::default().with_grants(["Read", grant]);
+        let err = e.session(ctx.clone()).expect_err(grant);
+        assert!(err.to_string().contains(says), "{grant:?}: {err}");
+        // The table and the reference interpreter refuse it alike.
+        let p = Policy::parse("t", "guard Read\n").expect("policy");
+        assert!(Table::compile(&p).resolve(&ctx).is_err(), "{grant:?}");
+        assert!(toolpolicy::reference::decide(&p, &ctx, &ItemRef::tool("Read")).is_err());
+    }
+    // A name that looks like a prefix, and a pattern after one, are grants.
+    let ok = Context::default().with_grants(["skill:*", "source:mcp:*", "Skill:x"]);
+    assert!(e.session(ok).is_ok());
+
+    // On the command line the error names the flag's value and the fix.
+    let dir = scratch("grant-slip");
+    let policy = dir.join("g.policy");
+    let registry = dir.join("r.json");
+    std::fs::write(&policy, "guard Read\n").expect("write");
+    std::fs::write(&registry, REGISTRY).expect("write");
+    let out = run_policy(&[
+        "plan",
+        "--policy",
+        policy.to_str().expect("utf-8 path"),
+        "--registry",
+        registry.to_str().expect("utf-8 path"),
+        "--grant",
+        "skill:",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("`skill:` has no pattern") && err.contains("`skill:*`"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+}
