@@ -6,8 +6,10 @@
 //!   never answers, `slow` answers after `FIXTURE_SLOW_MS` (default 200),
 //!   `fail` answers with an error result, `structured` answers with
 //!   `structuredContent`, `change` adds a tool `added` and sends
-//!   `notifications/tools/list_changed`, `pid` answers its process id; any
-//!   other echoes its arguments.
+//!   `notifications/tools/list_changed`, `pid` answers its process id,
+//!   `flood` first writes a line of `FIXTURE_FLOOD_MIB` MiB (default 64) of
+//!   bytes that are not JSON to standard output and then answers, `huge`
+//!   answers with a text of that size; any other echoes its arguments.
 //! - `FIXTURE_EXIT_AT_START=1`: exit with status 1 before speaking.
 //! - `FIXTURE_HANG_AT_START=1`: never speak.
 //! - `FIXTURE_VERSIONS`: comma-separated protocol versions it supports.
@@ -42,6 +44,7 @@ struct Fixture {
     versions: Vec<ProtocolVersion>,
     slow: Duration,
     legacy: bool,
+    flood_mib: usize,
 }
 
 fn tool(name: &str) -> Tool {
@@ -138,6 +141,21 @@ impl ServerHandler for Fixture {
                 CallToolResult::success(text("change: added a tool".into()))
             }
             "pid" => CallToolResult::success(text(std::process::id().to_string())),
+            "flood" => {
+                // Past rmcp's writer, on the same descriptor: nothing else
+                // is in flight while a test calls this.
+                use std::io::Write;
+                let chunk = vec![b'x'; 1 << 20];
+                let mut out = std::io::stdout().lock();
+                for _ in 0..self.flood_mib {
+                    if out.write_all(&chunk).is_err() {
+                        break;
+                    }
+                }
+                let _ = out.write_all(b"\n").and_then(|()| out.flush());
+                CallToolResult::success(text("flood: done".into()))
+            }
+            "huge" => CallToolResult::success(text("y".repeat(self.flood_mib << 20))),
             _ => CallToolResult::success(text(format!("{name}: {args}"))),
         };
         Ok(CallToolResponse::Complete(result))
@@ -182,6 +200,10 @@ async fn main() {
         versions,
         slow: Duration::from_millis(slow),
         legacy: std::env::var("FIXTURE_LEGACY").as_deref() == Ok("1"),
+        flood_mib: std::env::var("FIXTURE_FLOOD_MIB")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(64),
     };
     if std::env::var("FIXTURE_HTTP").as_deref() == Ok("1") {
         serve_http(fixture).await;

@@ -1,6 +1,7 @@
 //! The gateway does not grow per call: after a warm-up, two thousand more
 //! calls (forwarded, refused, searched) leave its resident set where it was.
-//! With `--nocapture` it prints the figures the README quotes.
+//! With `--nocapture` it prints the figures the README quotes. A server that
+//! floods its output costs it a bounded buffer.
 
 use serde_json::json;
 
@@ -55,5 +56,62 @@ fn memory_stays_flat_across_calls() {
         after <= warm + 512,
         "the gateway grew by {} KiB over 2,000 calls",
         after.saturating_sub(warm)
+    );
+}
+
+/// The gateway's peak resident set in KiB (Linux only).
+fn peak_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// A server nobody here controls may write a line that never seems to end,
+/// or answer with more than anyone should hold: the gateway reads a message
+/// of at most 16 MiB (rmcp's line limit) and drops a longer one unbuffered,
+/// so neither costs it the size of what the server wrote, and the server's
+/// other calls go on.
+#[test]
+fn a_server_that_floods_its_output_costs_the_gateway_a_bounded_buffer() {
+    const FLOOD_MIB: u64 = 96;
+    let dir = temp_dir("flood");
+    let (p, s) = files(
+        &dir,
+        "NoDefer(*)\n",
+        &[(
+            "fx",
+            fixture(
+                "echo,flood,huge",
+                &[("FIXTURE_FLOOD_MIB", &FLOOD_MIB.to_string())],
+            ),
+        )],
+    );
+    let args = file_args(&p, &s, &["--call-timeout", "3"]);
+    let mut g = Gateway::connect(&args, "2025-11-25").holding(dir);
+    let Some(pid) = g.pid().filter(|&pid| peak_kib(pid).is_some()) else {
+        eprintln!("skipped: no /proc to read the gateway's peak resident set from");
+        return;
+    };
+    // A line of garbage, then the answer: the garbage is dropped, the
+    // answer arrives.
+    let r = g.call("fx__flood", json!({}));
+    assert!(!is_error(&r), "{r}");
+    assert_eq!(text(&r), "flood: done");
+    // An answer over the limit is dropped too; the call ends at its timeout.
+    let r = g.call("fx__huge", json!({}));
+    assert!(is_error(&r), "{r}");
+    assert!(
+        text(&r).contains("did not answer `huge` within 3.0 s"),
+        "{r}"
+    );
+    let r = g.call("fx__echo", json!({"text": "after"}));
+    assert_eq!(text(&r), "echo: {\"text\":\"after\"}");
+    let peak = peak_kib(pid).unwrap_or(0);
+    eprintln!(
+        "gateway peak resident set after a {FLOOD_MIB} MiB line and a {FLOOD_MIB} MiB answer: {peak} KiB"
+    );
+    assert!(
+        peak < 64 * 1024,
+        "the gateway peaked at {peak} KiB reading {FLOOD_MIB} MiB lines"
     );
 }
