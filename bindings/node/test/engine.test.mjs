@@ -206,6 +206,16 @@ test('modes: a policy with modes needs one; switching to an undeclared one throw
   assert.deepEqual(chat.state().context.flags, ['x']);
 });
 
+test('a runtime grant that can only be a slip throws, naming it; the session keeps its context', () => {
+  const engine = Engine.fromFiles(policyPath, registryPath);
+  throws(() => engine.session({ mode: 'agent', grants: ['Read', 'skill:'] }), /`skill:` has no pattern/);
+  throws(() => engine.session({ mode: 'agent', grants: [''] }), /grant is empty/);
+  const chat = engine.session({ mode: 'agent', grants: ['Read'] });
+  throws(() => chat.setContext({ mode: 'agent', grants: [' Read'] }), /white space at an end/);
+  assert.deepEqual(chat.state().context.grants, ['Read']);
+  assert.ok(chat.plan().declared.some((t) => t.name === 'Read'));
+});
+
 test('bad input of every kind throws; it never crashes the process', () => {
   const engine = new Engine(smallPolicy, small);
   const chat = engine.session();
