@@ -2,9 +2,6 @@
 //! streamable HTTP on 127.0.0.1 (`FIXTURE_HTTP=1`), beside stdio children.
 //! The same policy paths and the same faults as `gateway.rs`, over HTTP.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::channel;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -18,66 +15,6 @@ Defer(*)
 ";
 
 const TOOLS: &str = "echo,secret,slow,crash,change";
-
-/// The fixture serving streamable HTTP; killed when dropped.
-struct HttpFixture {
-    child: Child,
-    url: String,
-}
-
-impl HttpFixture {
-    /// Starts it with these tools and extra environment, and waits for its URL.
-    fn start(tools: &str, env: &[(&str, &str)]) -> HttpFixture {
-        let mut child = Command::new(fixture_bin())
-            .env("FIXTURE_HTTP", "1")
-            .env("FIXTURE_TOOLS", tools)
-            .envs(env.iter().copied())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        let line = rx.recv_timeout(DEADLINE).unwrap_or_default();
-        let url = line.trim().to_string();
-        if !url.starts_with("http://127.0.0.1:") {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the HTTP fixture did not print its URL: {line:?}");
-        }
-        HttpFixture { child, url }
-    }
-
-    fn port(&self) -> String {
-        let rest = self.url.trim_start_matches("http://127.0.0.1:");
-        rest.split('/').next().unwrap_or_default().to_string()
-    }
-
-    /// Waits until the process has ended (after a `crash` call).
-    fn wait_gone(&mut self) -> bool {
-        let until = Instant::now() + DEADLINE;
-        while Instant::now() < until {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        false
-    }
-}
-
-impl Drop for HttpFixture {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// A URL on 127.0.0.1 where nothing listens (a port just released).
 fn closed_url() -> String {
