@@ -61,6 +61,62 @@ fn sse_retry() -> ExponentialBackoff {
     retry
 }
 
+/// The HTTP client of one remote server: the one rmcp's `from_config` would
+/// build (no idle connections kept, same-origin 307/308 redirects only), but
+/// built here so that a failure to set up TLS is an error naming the server
+/// rather than a panic in rmcp. TLS roots (the system's, or those
+/// `SSL_CERT_FILE` / `SSL_CERT_DIR` name) are loaded for `https` URLs only:
+/// an `http` server does not depend on them (redirects keep the origin).
+fn http_client(url: &str) -> Result<reqwest::Client, String> {
+    install_crypto_provider();
+    let mut builder = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .redirect(same_origin_redirects());
+    if !url.starts_with("https:") {
+        builder = builder.tls_certs_only([]);
+    }
+    builder.build().map_err(|e| {
+        let mut cause: &dyn std::error::Error = &e;
+        while let Some(c) = cause.source() {
+            cause = c;
+        }
+        let set = ["SSL_CERT_FILE", "SSL_CERT_DIR"]
+            .iter()
+            .filter_map(|k| Some(format!("`{k}` is `{}`", std::env::var(k).ok()?)))
+            .collect::<Vec<_>>();
+        let roots = if set.is_empty() {
+            "the system's certificate authorities".to_string()
+        } else {
+            set.join(", ")
+        };
+        format!("cannot check TLS certificates ({roots}): {cause}")
+    })
+}
+
+/// rmcp's redirect policy for its own client: a 307 or 308 to the same
+/// origin is followed (up to 10 hops), as those keep the method and body;
+/// anything else is returned as it is, so that neither a POST becomes a GET
+/// nor the session and headers go to another host.
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let keeps_body = matches!(
+            attempt.status(),
+            reqwest::StatusCode::TEMPORARY_REDIRECT | reqwest::StatusCode::PERMANENT_REDIRECT
+        );
+        let same_origin = attempt
+            .previous()
+            .first()
+            .is_some_and(|first| first.origin() == attempt.url().origin());
+        if !keeps_body || !same_origin {
+            attempt.stop()
+        } else if attempt.previous().len() > 10 {
+            attempt.error("more than 10 redirects")
+        } else {
+            attempt.follow()
+        }
+    })
+}
+
 /// rustls' `ring` provider for `https` servers, installed once per process
 /// (reqwest is built without a provider of its own).
 fn install_crypto_provider() {
@@ -236,9 +292,11 @@ impl Child {
                     .await
             }
             Transport::Http { url, headers } => {
-                install_crypto_provider();
+                let client = http_client(url).map_err(|e| {
+                    Failure::Other(format!("server `{}` did not start: {e}", self.spec.name))
+                })?;
                 let transport =
-                    StreamableHttpClientTransport::from_config(http_config(url, headers));
+                    StreamableHttpClientTransport::with_client(client, http_config(url, headers));
                 self.handshake(handler.serve_with_lifecycle(transport, lifecycle))
                     .await
             }

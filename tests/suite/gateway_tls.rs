@@ -131,3 +131,40 @@ fn an_https_server_under_a_trusted_ca_is_listed_searched_and_called() {
         "{err}"
     );
 }
+
+#[test]
+fn roots_that_cannot_be_loaded_fail_https_servers_only_without_a_panic() {
+    let dir = temp_dir("tls-roots");
+    let ca = Ca::new(&dir, "test");
+    let secure = https_fixture("echo", &ca.server(&dir, "server", &["127.0.0.1"]), &[]);
+    let plain = HttpFixture::start("echo", &[]);
+    let (p, s) = files(
+        &dir,
+        "NoDefer(*)\n",
+        &[
+            ("secure", json!({"url": secure.url})),
+            ("plain", json!({"url": plain.url})),
+        ],
+    );
+    let missing = dir.join("no-such-bundle.pem");
+    let missing = missing.to_str().unwrap();
+    let mut g = Gateway::connect_env(
+        &file_args(&p, &s, &[]),
+        &[("SSL_CERT_FILE", missing)],
+        "2025-11-25",
+    );
+    assert_eq!(g.list(), ["plain__echo"], "{}", g.stderr());
+    assert_eq!(text(&g.call("plain__echo", json!({}))), "echo: {}");
+    assert!(
+        g.wait_stderr(
+            &format!(
+                "error: server `secure` did not start: cannot check TLS certificates \
+                 (`SSL_CERT_FILE` is `{missing}`): "
+            ),
+            1
+        ),
+        "{}",
+        g.stderr()
+    );
+    assert!(!g.stderr().contains("panicked"), "{}", g.stderr());
+}
