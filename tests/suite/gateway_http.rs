@@ -108,7 +108,11 @@ fn headers_are_sent_with_environment_variables_expanded() {
     );
     assert!(g.list().is_empty());
     assert!(
-        g.wait_stderr("error: server `web` did not start", 1),
+        g.wait_stderr(
+            "error: server `web` did not start: the server refused the authorization in the \
+             entry's `headers` (HTTP 401): check the token (OAuth sign-in is not supported)\n",
+            1
+        ),
         "{}",
         g.stderr()
     );
@@ -308,4 +312,27 @@ fn an_http_server_restarted_between_calls_is_reached_in_the_next_call() {
     let r = g.call("web__echo", json!({}));
     assert_eq!(text(&r), "echo: {}", "{r}\n{}", g.stderr());
     assert!(!is_error(&r), "{r}");
+}
+
+#[test]
+fn a_server_that_wants_authorization_says_a_token_goes_in_headers() {
+    // Answered 401 without a challenge, and with the `WWW-Authenticate`
+    // challenge of an OAuth server: the same advice either way.
+    for challenge in [
+        None,
+        Some("Bearer resource_metadata=\"http://127.0.0.1:1/.well-known\""),
+    ] {
+        let mut env = vec![("FIXTURE_REQUIRE_HEADER", "authorization=Bearer t")];
+        env.extend(challenge.map(|c| ("FIXTURE_WWW_AUTHENTICATE", c)));
+        let web = HttpFixture::start("echo", &env);
+        let dir = temp_dir("http-401");
+        let (p, s) = files(&dir, "NoDefer(*)\n", &[("web", json!({"url": web.url}))]);
+        let (code, out, err) = run_to_end(&file_args(&p, &s, &["--dry-run"]));
+        assert_eq!(code, Some(1), "{err}");
+        let expected = "server `web` did not start: the server requires authorization (HTTP 401): \
+             give it a token in the entry's `headers`, such as \
+             `\"Authorization\": \"Bearer ${TOKEN}\"` (OAuth sign-in is not supported)\n";
+        assert!(out.contains(expected), "{challenge:?}: {out}");
+        assert!(err.contains(expected), "{challenge:?}: {err}");
+    }
 }
