@@ -233,6 +233,27 @@ impl Child {
         matches!(&self.spec.transport, Transport::Http { headers, .. } if !headers.is_empty())
     }
 
+    /// [`error_text`] for this server, its URL shown by its origin.
+    fn error_text(&self, e: &(dyn std::error::Error + 'static)) -> String {
+        self.shown(error_text(e, self.sends_headers()))
+    }
+
+    /// [`init_error_text`] for this server, its URL shown by its origin.
+    fn init_error_text(&self, e: &ClientInitializeError) -> String {
+        self.shown(init_error_text(e, self.sends_headers()))
+    }
+
+    /// `text` with a remote server's URL, which the HTTP client's messages
+    /// quote whole, replaced by its origin: a path or query may hold a key.
+    fn shown(&self, text: String) -> String {
+        let (Transport::Http { url, .. }, Some(origin)) =
+            (&self.spec.transport, self.spec.origin())
+        else {
+            return text;
+        };
+        without_url(text, url, &origin)
+    }
+
     /// Starts the child and lists its tools (MCP tool objects, in its order).
     pub async fn start(&self) -> Result<Vec<Value>, String> {
         let mut state = self.state.lock().await;
@@ -357,7 +378,7 @@ impl Child {
                 );
                 let text = format!(
                     "server `{name}` did not start: {}",
-                    init_error_text(&e, self.sends_headers())
+                    self.init_error_text(&e)
                 );
                 if refused {
                     Failure::Refused(text)
@@ -368,7 +389,7 @@ impl Child {
             let tools = service.peer().list_all_tools().await.map_err(|e| {
                 Failure::Other(format!(
                     "server `{name}` did not list its tools: {}",
-                    error_text(&e, self.sends_headers())
+                    self.error_text(&e)
                 ))
             })?;
             let tools = tools
@@ -397,7 +418,7 @@ impl Child {
                 format!(
                     "server `{}` did not list its tools: {}",
                     self.name(),
-                    error_text(&e, self.sends_headers())
+                    self.error_text(&e)
                 )
             })?;
         Ok(tools
@@ -485,7 +506,7 @@ impl Child {
                 error_result(format!(
                     "server `{}` failed on `{tool}`: {}",
                     self.name(),
-                    error_text(&e, self.sends_headers())
+                    self.error_text(&e)
                 ))
             }
             Err(_) => error_result(format!(
@@ -722,6 +743,18 @@ fn auth_text(status: u16, headers_sent: bool) -> String {
     }
 }
 
+/// `text` with `url`, as written or as the HTTP client normalises it,
+/// replaced by `origin`.
+fn without_url(mut text: String, url: &str, origin: &str) -> String {
+    let normalised = reqwest::Url::parse(url).map(|u| u.to_string()).ok();
+    for form in normalised.iter().map(String::as_str).chain([url]) {
+        if form != origin && !form.is_empty() {
+            text = text.replace(form, origin);
+        }
+    }
+    text
+}
+
 /// A tool result the model reads as an error.
 pub fn error_result(text: String) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(text)])
@@ -807,6 +840,20 @@ mod tests {
             "the server's TLS certificate is not accepted: it has expired"
         );
         assert_eq!(error_text(&Error::other("plain"), false), "plain");
+    }
+
+    #[test]
+    fn a_url_in_a_message_is_shown_by_its_origin() {
+        let text = "error sending request for url (https://h.example/mcp?key=k)".to_string();
+        assert_eq!(
+            without_url(text, "https://H.example:443/mcp?key=k", "https://h.example"),
+            "error sending request for url (https://h.example)"
+        );
+        let text = "at http://h:8/mcp?key=k".to_string();
+        assert_eq!(
+            without_url(text, "http://h:8/mcp?key=k", "http://h:8"),
+            "at http://h:8"
+        );
     }
 
     #[test]

@@ -208,11 +208,13 @@ fn dry_run_shows_remote_servers_by_their_origin() {
                 "web",
                 json!({"type": "streamableHttp", "url": format!("{}?key=k", web.url)}),
             ),
-            ("gone", json!({"url": down})),
+            ("gone", json!({"url": format!("{down}?key=k")})),
         ],
     );
     let (code, out, err) = run_to_end(&file_args(&p, &s, &["--dry-run"]));
     assert_eq!(code, Some(1), "{err}");
+    // Nor in the failure, whose cause quotes the URL.
+    assert!(!err.contains("key=k") && !err.contains("/mcp"), "{err}");
     let origin = web.url.trim_end_matches("/mcp");
     assert!(
         out.contains(&format!("  web (remote, {origin}): 5 tools\n")),
