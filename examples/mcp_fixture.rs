@@ -20,7 +20,11 @@
 //!   (port `FIXTURE_PORT`, default any free one) instead of standard
 //!   input/output, and print the URL (`http://127.0.0.1:PORT/mcp`) as the
 //!   first line of standard output. Requests must carry the headers given in
-//!   `FIXTURE_REQUIRE_HEADER` (`name=value`), or are answered 401.
+//!   `FIXTURE_REQUIRE_HEADER` (`name=value`), or are answered 401, with the
+//!   challenge `FIXTURE_WWW_AUTHENTICATE` as `WWW-Authenticate` when set.
+//! - `FIXTURE_TLS_CERT` and `FIXTURE_TLS_KEY`: with `FIXTURE_HTTP=1`, serve
+//!   HTTPS with this certificate chain and private key (PEM files; rustls
+//!   with its `ring` provider) and print `https://127.0.0.1:PORT/mcp`.
 //!
 //! It writes one line to standard error when it starts, so tests can check
 //! the gateway copies children's standard error.
@@ -240,46 +244,108 @@ async fn serve_http(fixture: Fixture) {
         h.split_once('=')
             .map(|(k, v)| (k.to_string(), v.to_string()))
     });
+    let tls = tls_acceptor();
     let service: Arc<StreamableHttpService<Fixture, LocalSessionManager>> =
         Arc::new(StreamableHttpService::new(
             move || Ok(fixture.clone()),
             Default::default(),
             Default::default(),
         ));
-    println!("http://127.0.0.1:{port}/mcp");
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    println!("{scheme}://127.0.0.1:{port}/mcp");
     let _ = std::io::stdout().flush();
-    eprintln!("fixture: serving streamable HTTP on port {port}");
+    eprintln!("fixture: serving streamable HTTP ({scheme}) on port {port}");
     while let Ok((stream, _)) = listener.accept().await {
+        // Without it, a TLS session ticket and the answer that follows wait
+        // for the client's delayed ACK: 40 ms a request on Linux.
+        let _ = stream.set_nodelay(true);
         let service = Arc::clone(&service);
         let required = required.clone();
+        let tls = tls.clone();
         tokio::spawn(async move {
-            let io = hyper_util::rt::TokioIo::new(stream);
-            let handler =
-                hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                    let service = Arc::clone(&service);
-                    let required = required.clone();
-                    async move {
-                        if let Some((k, v)) = &required
-                            && req.headers().get(k).and_then(|h| h.to_str().ok())
-                                != Some(v.as_str())
-                        {
-                            eprintln!("fixture: refused a request without header `{k}`");
-                            use http_body_util::BodyExt as _;
-                            let body = http_body_util::Full::new(bytes::Bytes::from_static(
-                                b"unauthorized",
-                            ))
-                            .map_err(|never| match never {})
-                            .boxed();
-                            let mut response = hyper::Response::new(body);
-                            *response.status_mut() = hyper::StatusCode::UNAUTHORIZED;
-                            return Ok::<_, std::convert::Infallible>(response);
-                        }
-                        Ok::<_, std::convert::Infallible>(service.handle(req).await)
-                    }
-                });
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(io, handler)
-                .await;
+            match tls {
+                None => serve_connection(stream, service, required).await,
+                // A client that refuses the certificate ends the handshake.
+                Some(tls) => match tls.accept(stream).await {
+                    Ok(stream) => serve_connection(stream, service, required).await,
+                    Err(e) => eprintln!("fixture: TLS handshake failed: {e}"),
+                },
+            }
         });
     }
+}
+
+/// The TLS side of the server when `FIXTURE_TLS_CERT` and `FIXTURE_TLS_KEY`
+/// are set; exits naming the file when one cannot be used.
+fn tls_acceptor() -> Option<tokio_rustls::TlsAcceptor> {
+    use tokio_rustls::rustls;
+    use tokio_rustls::rustls::pki_types::pem::PemObject as _;
+    use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+    let cert = std::env::var_os("FIXTURE_TLS_CERT")?;
+    let Some(key) = std::env::var_os("FIXTURE_TLS_KEY") else {
+        eprintln!("fixture: FIXTURE_TLS_CERT is set without FIXTURE_TLS_KEY");
+        std::process::exit(1);
+    };
+    let fail = |what: &std::ffi::OsStr, e: &dyn std::fmt::Display| -> ! {
+        eprintln!("fixture: {}: {e}", what.to_string_lossy());
+        std::process::exit(1);
+    };
+    let chain = CertificateDer::pem_file_iter(&cert)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .unwrap_or_else(|e| fail(&cert, &e));
+    let key = PrivateKeyDer::from_pem_file(&key).unwrap_or_else(|e| fail(&key, &e));
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .and_then(|b| b.with_no_client_auth().with_single_cert(chain, key))
+        .unwrap_or_else(|e| fail(&cert, &e));
+    Some(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
+}
+
+/// Serves one connection, plain or TLS, refusing requests without the
+/// required header with 401.
+async fn serve_connection<S>(
+    stream: S,
+    service: Arc<
+        rmcp::transport::StreamableHttpService<
+            Fixture,
+            rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
+        >,
+    >,
+    required: Option<(String, String)>,
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let io = hyper_util::rt::TokioIo::new(stream);
+    let handler = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+        let service = Arc::clone(&service);
+        let required = required.clone();
+        async move {
+            if let Some((k, v)) = &required
+                && req.headers().get(k).and_then(|h| h.to_str().ok()) != Some(v.as_str())
+            {
+                eprintln!("fixture: refused a request without header `{k}`");
+                use http_body_util::BodyExt as _;
+                let body = http_body_util::Full::new(bytes::Bytes::from_static(b"unauthorized"))
+                    .map_err(|never| match never {})
+                    .boxed();
+                let mut response = hyper::Response::new(body);
+                *response.status_mut() = hyper::StatusCode::UNAUTHORIZED;
+                if let Some(challenge) = std::env::var("FIXTURE_WWW_AUTHENTICATE")
+                    .ok()
+                    .and_then(|c| hyper::header::HeaderValue::from_str(&c).ok())
+                {
+                    response
+                        .headers_mut()
+                        .insert(hyper::header::WWW_AUTHENTICATE, challenge);
+                }
+                return Ok::<_, std::convert::Infallible>(response);
+            }
+            Ok::<_, std::convert::Infallible>(service.handle(req).await)
+        }
+    });
+    let _ = hyper::server::conn::http1::Builder::new()
+        .serve_connection(io, handler)
+        .await;
 }

@@ -61,6 +61,62 @@ fn sse_retry() -> ExponentialBackoff {
     retry
 }
 
+/// The HTTP client of one remote server: the one rmcp's `from_config` would
+/// build (no idle connections kept, same-origin 307/308 redirects only), but
+/// built here so that a failure to set up TLS is an error naming the server
+/// rather than a panic in rmcp. TLS roots (the system's, or those
+/// `SSL_CERT_FILE` / `SSL_CERT_DIR` name) are loaded for `https` URLs only:
+/// an `http` server does not depend on them (redirects keep the origin).
+fn http_client(url: &str) -> Result<reqwest::Client, String> {
+    install_crypto_provider();
+    let mut builder = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .redirect(same_origin_redirects());
+    if !url.starts_with("https:") {
+        builder = builder.tls_certs_only([]);
+    }
+    builder.build().map_err(|e| {
+        let mut cause: &dyn std::error::Error = &e;
+        while let Some(c) = cause.source() {
+            cause = c;
+        }
+        let set = ["SSL_CERT_FILE", "SSL_CERT_DIR"]
+            .iter()
+            .filter_map(|k| Some(format!("`{k}` is `{}`", std::env::var(k).ok()?)))
+            .collect::<Vec<_>>();
+        let roots = if set.is_empty() {
+            "the system's certificate authorities".to_string()
+        } else {
+            set.join(", ")
+        };
+        format!("cannot check TLS certificates ({roots}): {cause}")
+    })
+}
+
+/// rmcp's redirect policy for its own client: a 307 or 308 to the same
+/// origin is followed (up to 10 hops), as those keep the method and body;
+/// anything else is returned as it is, so that neither a POST becomes a GET
+/// nor the session and headers go to another host.
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let keeps_body = matches!(
+            attempt.status(),
+            reqwest::StatusCode::TEMPORARY_REDIRECT | reqwest::StatusCode::PERMANENT_REDIRECT
+        );
+        let same_origin = attempt
+            .previous()
+            .first()
+            .is_some_and(|first| first.origin() == attempt.url().origin());
+        if !keeps_body || !same_origin {
+            attempt.stop()
+        } else if attempt.previous().len() > 10 {
+            attempt.error("more than 10 redirects")
+        } else {
+            attempt.follow()
+        }
+    })
+}
+
 /// rustls' `ring` provider for `https` servers, installed once per process
 /// (reqwest is built without a provider of its own).
 fn install_crypto_provider() {
@@ -171,6 +227,33 @@ impl Child {
         &self.spec.name
     }
 
+    /// Whether requests to it carry headers from the servers file (a token,
+    /// most often).
+    fn sends_headers(&self) -> bool {
+        matches!(&self.spec.transport, Transport::Http { headers, .. } if !headers.is_empty())
+    }
+
+    /// [`error_text`] for this server, its URL shown by its origin.
+    fn error_text(&self, e: &(dyn std::error::Error + 'static)) -> String {
+        self.shown(error_text(e, self.sends_headers()))
+    }
+
+    /// [`init_error_text`] for this server, its URL shown by its origin.
+    fn init_error_text(&self, e: &ClientInitializeError) -> String {
+        self.shown(init_error_text(e, self.sends_headers()))
+    }
+
+    /// `text` with a remote server's URL, which the HTTP client's messages
+    /// quote whole, replaced by its origin: a path or query may hold a key.
+    fn shown(&self, text: String) -> String {
+        let (Transport::Http { url, .. }, Some(origin)) =
+            (&self.spec.transport, self.spec.origin())
+        else {
+            return text;
+        };
+        without_url(text, url, &origin)
+    }
+
     /// Starts the child and lists its tools (MCP tool objects, in its order).
     pub async fn start(&self) -> Result<Vec<Value>, String> {
         let mut state = self.state.lock().await;
@@ -236,9 +319,11 @@ impl Child {
                     .await
             }
             Transport::Http { url, headers } => {
-                install_crypto_provider();
+                let client = http_client(url).map_err(|e| {
+                    Failure::Other(format!("server `{}` did not start: {e}", self.spec.name))
+                })?;
                 let transport =
-                    StreamableHttpClientTransport::from_config(http_config(url, headers));
+                    StreamableHttpClientTransport::with_client(client, http_config(url, headers));
                 self.handshake(handler.serve_with_lifecycle(transport, lifecycle))
                     .await
             }
@@ -291,7 +376,10 @@ impl Child {
                         | ClientInitializeError::NoCompatibleProtocolVersion { .. }
                         | ClientInitializeError::ExpectedInitResult(_)
                 );
-                let text = format!("server `{name}` did not start: {}", init_error_text(&e));
+                let text = format!(
+                    "server `{name}` did not start: {}",
+                    self.init_error_text(&e)
+                );
                 if refused {
                     Failure::Refused(text)
                 } else {
@@ -301,7 +389,7 @@ impl Child {
             let tools = service.peer().list_all_tools().await.map_err(|e| {
                 Failure::Other(format!(
                     "server `{name}` did not list its tools: {}",
-                    error_text(&e)
+                    self.error_text(&e)
                 ))
             })?;
             let tools = tools
@@ -330,7 +418,7 @@ impl Child {
                 format!(
                     "server `{}` did not list its tools: {}",
                     self.name(),
-                    error_text(&e)
+                    self.error_text(&e)
                 )
             })?;
         Ok(tools
@@ -418,7 +506,7 @@ impl Child {
                 error_result(format!(
                     "server `{}` failed on `{tool}`: {}",
                     self.name(),
-                    error_text(&e)
+                    self.error_text(&e)
                 ))
             }
             Err(_) => error_result(format!(
@@ -466,23 +554,32 @@ impl Child {
 
 /// An rmcp error for a person: without the transport's Rust type, which
 /// rmcp's messages name (`Transport [rmcp::transport::...] error`), and with
-/// its deepest cause (`Connection refused`, a certificate problem), which
-/// the HTTP client's own message leaves out.
-fn error_text(e: &dyn std::error::Error) -> String {
-    with_cause(e, e)
+/// its deepest cause (`Connection refused`), which the HTTP client's own
+/// message leaves out; or, for a certificate problem or a refused
+/// authorization, what it means in plain words ([`plain_cause`]).
+/// `headers_sent`: the server's entry has `headers`.
+fn error_text(e: &(dyn std::error::Error + 'static), headers_sent: bool) -> String {
+    with_cause(e, e, headers_sent)
 }
 
 /// A handshake error's text: rmcp keeps the transport's error in a field
 /// that is not its source, so the cause is looked for there.
-fn init_error_text(e: &ClientInitializeError) -> String {
+fn init_error_text(e: &ClientInitializeError, headers_sent: bool) -> String {
     match e {
-        ClientInitializeError::TransportError { error, .. } => with_cause(e, error),
-        _ => error_text(e),
+        ClientInitializeError::TransportError { error, .. } => with_cause(e, error, headers_sent),
+        _ => error_text(e, headers_sent),
     }
 }
 
 /// `e`'s text without Rust types, then the deepest cause under `causes`.
-fn with_cause(e: &dyn std::error::Error, causes: &dyn std::error::Error) -> String {
+fn with_cause(
+    e: &dyn std::error::Error,
+    causes: &(dyn std::error::Error + 'static),
+    headers_sent: bool,
+) -> String {
+    if let Some(plain) = plain_cause(causes, headers_sent) {
+        return plain;
+    }
     let mut text = e.to_string();
     while let Some(start) = text.find(" [rmcp::") {
         let mut depth = 0usize;
@@ -508,16 +605,154 @@ fn with_cause(e: &dyn std::error::Error, causes: &dyn std::error::Error) -> Stri
     let mut deepest = None;
     while let Some(c) = cause {
         deepest = Some(c.to_string());
-        // rmcp's HTTP error holds reqwest's without making it its source.
-        cause = match c.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
-            Some(StreamableHttpError::Client(inner)) => Some(inner),
-            _ => c.source(),
-        };
+        cause = next_cause(c);
     }
     match deepest {
         Some(d) if !d.is_empty() && !text.contains(&d) => format!("{text}: {d}"),
         _ => text,
     }
+}
+
+/// The cause under `c`: rmcp's HTTP error holds reqwest's without making it
+/// its source.
+fn next_cause<'a>(
+    c: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a (dyn std::error::Error + 'static)> {
+    match c.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+        Some(StreamableHttpError::Client(inner)) => Some(inner),
+        _ => c.source(),
+    }
+}
+
+/// What a failure means, in the words of the servers file, when its causes
+/// hold a TLS error (the certificate refused, a handshake that failed) or an
+/// HTTP 401 or 403 (with or without a `WWW-Authenticate` challenge).
+fn plain_cause(causes: &(dyn std::error::Error + 'static), headers_sent: bool) -> Option<String> {
+    let mut node = Some(causes);
+    while let Some(c) = node {
+        if let Some(tls) = tls_error(c) {
+            return Some(tls_text(tls));
+        }
+        let status = match c.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+            Some(StreamableHttpError::AuthRequired(_)) => Some(401),
+            Some(StreamableHttpError::InsufficientScope(_)) => Some(403),
+            Some(StreamableHttpError::UnexpectedServerResponse(r)) if r.starts_with("HTTP 401") => {
+                Some(401)
+            }
+            Some(StreamableHttpError::UnexpectedServerResponse(r)) if r.starts_with("HTTP 403") => {
+                Some(403)
+            }
+            _ => None,
+        };
+        if let Some(status) = status {
+            return Some(auth_text(status, headers_sent));
+        }
+        node = next_cause(c);
+    }
+    None
+}
+
+/// The rustls error in `c`, directly or inside the I/O errors the TLS
+/// stream and the connector wrap it in (whose `source` skips it).
+fn tls_error<'a>(c: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+    let mut e = c;
+    loop {
+        if let Some(tls) = e.downcast_ref::<rustls::Error>() {
+            return Some(tls);
+        }
+        e = e.downcast_ref::<std::io::Error>()?.get_ref()?;
+    }
+}
+
+/// A TLS failure for a person: which check refused the certificate, and
+/// how a private certificate authority is trusted.
+fn tls_text(e: &rustls::Error) -> String {
+    use rustls::CertificateError as C;
+    let why = match e {
+        rustls::Error::InvalidCertificate(c) => c,
+        rustls::Error::InvalidMessage(_) => {
+            return format!(
+                "the TLS handshake failed ({e}): is the server serving plain HTTP on this port? \
+                 Then its URL is `http://`"
+            );
+        }
+        _ => return format!("the TLS handshake failed: {e}"),
+    };
+    let why = match why {
+        C::UnknownIssuer => "it is not issued by a certificate authority this machine trusts \
+             (for a private authority, point `SSL_CERT_FILE` or `SSL_CERT_DIR` at its certificate)"
+            .to_string(),
+        C::NotValidForNameContext {
+            expected,
+            presented,
+        } => {
+            let names = presented
+                .iter()
+                .map(|p| format!("`{}`", bare_name(p)))
+                .collect::<Vec<_>>();
+            let names = if names.is_empty() {
+                "no name".to_string()
+            } else {
+                names.join(", ")
+            };
+            format!(
+                "it is for another host: it names {names}, not `{}`",
+                expected.to_str()
+            )
+        }
+        C::NotValidForName => "it is for another host than the URL's".to_string(),
+        C::Expired | C::ExpiredContext { .. } => "it has expired".to_string(),
+        C::NotValidYet | C::NotValidYetContext { .. } => {
+            "it is not valid yet (is this machine's clock right?)".to_string()
+        }
+        C::Revoked => "it has been revoked".to_string(),
+        other => other.to_string(),
+    };
+    format!("the server's TLS certificate is not accepted: {why}")
+}
+
+/// `example.test` out of `DnsName("example.test")`, as rustls shows a name
+/// a certificate presents; any other text as it is.
+fn bare_name(presented: &str) -> &str {
+    let inner = presented
+        .split_once('(')
+        .and_then(|(_, rest)| rest.strip_suffix(')'))
+        .unwrap_or(presented);
+    inner
+        .strip_prefix('"')
+        .and_then(|n| n.strip_suffix('"'))
+        .unwrap_or(inner)
+}
+
+/// An HTTP 401 or 403 for a person: a token goes in the entry's `headers`.
+fn auth_text(status: u16, headers_sent: bool) -> String {
+    match (status, headers_sent) {
+        (401, false) => "the server requires authorization (HTTP 401): give it a token in the \
+             entry's `headers`, such as `\"Authorization\": \"Bearer ${TOKEN}\"` (OAuth \
+             sign-in is not supported)"
+            .to_string(),
+        (401, true) => "the server refused the authorization in the entry's `headers` \
+             (HTTP 401): check the token (OAuth sign-in is not supported)"
+            .to_string(),
+        (_, false) => "the server refused access (HTTP 403): it may need a token in the \
+             entry's `headers`"
+            .to_string(),
+        (_, true) => "the server refused access (HTTP 403): the token in the entry's \
+             `headers` does not allow it"
+            .to_string(),
+    }
+}
+
+/// `text` with `url`, as written or as the HTTP client normalises it,
+/// replaced by `origin`.
+fn without_url(mut text: String, url: &str, origin: &str) -> String {
+    let normalised = reqwest::Url::parse(url).map(|u| u.to_string()).ok();
+    for form in normalised.iter().map(String::as_str).chain([url]) {
+        if form != origin && !form.is_empty() {
+            text = text.replace(form, origin);
+        }
+    }
+    text
 }
 
 /// A tool result the model reads as an error.
@@ -576,12 +811,49 @@ mod tests {
             ))),
         );
         assert_eq!(
-            error_text(&e),
+            error_text(&e, false),
             "Transport error: Client error: sending: Connection refused (os error 111)"
         );
-        assert_eq!(error_text(&Chain("plain", None)), "plain");
+        assert_eq!(error_text(&Chain("plain", None), false), "plain");
         let open = Chain("Transport [rmcp::x<", None);
-        assert_eq!(error_text(&open), "Transport [rmcp::x<");
+        assert_eq!(error_text(&open, false), "Transport [rmcp::x<");
+    }
+
+    #[test]
+    fn a_certificate_s_names_are_shown_bare() {
+        assert_eq!(bare_name("DnsName(\"example.test\")"), "example.test");
+        assert_eq!(bare_name("IpAddress(127.0.0.1)"), "127.0.0.1");
+        assert_eq!(bare_name("example.test"), "example.test");
+        assert_eq!(bare_name("Odd(\"x"), "Odd(\"x");
+    }
+
+    #[test]
+    fn a_tls_error_is_found_under_nested_io_errors() {
+        use std::io::{Error, ErrorKind};
+        let tls = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
+        let nested = Error::other(Error::new(ErrorKind::InvalidData, tls));
+        let text = error_text(&nested, false);
+        assert!(text.starts_with("the server's TLS certificate is not accepted: it is not issued by a certificate authority this machine trusts"), "{text}");
+        let expired = rustls::Error::InvalidCertificate(rustls::CertificateError::Expired);
+        assert_eq!(
+            error_text(&Error::other(expired), false),
+            "the server's TLS certificate is not accepted: it has expired"
+        );
+        assert_eq!(error_text(&Error::other("plain"), false), "plain");
+    }
+
+    #[test]
+    fn a_url_in_a_message_is_shown_by_its_origin() {
+        let text = "error sending request for url (https://h.example/mcp?key=k)".to_string();
+        assert_eq!(
+            without_url(text, "https://H.example:443/mcp?key=k", "https://h.example"),
+            "error sending request for url (https://h.example)"
+        );
+        let text = "at http://h:8/mcp?key=k".to_string();
+        assert_eq!(
+            without_url(text, "http://h:8/mcp?key=k", "http://h:8"),
+            "at http://h:8"
+        );
     }
 
     #[test]

@@ -2,9 +2,6 @@
 //! streamable HTTP on 127.0.0.1 (`FIXTURE_HTTP=1`), beside stdio children.
 //! The same policy paths and the same faults as `gateway.rs`, over HTTP.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::channel;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -18,66 +15,6 @@ Defer(*)
 ";
 
 const TOOLS: &str = "echo,secret,slow,crash,change";
-
-/// The fixture serving streamable HTTP; killed when dropped.
-struct HttpFixture {
-    child: Child,
-    url: String,
-}
-
-impl HttpFixture {
-    /// Starts it with these tools and extra environment, and waits for its URL.
-    fn start(tools: &str, env: &[(&str, &str)]) -> HttpFixture {
-        let mut child = Command::new(fixture_bin())
-            .env("FIXTURE_HTTP", "1")
-            .env("FIXTURE_TOOLS", tools)
-            .envs(env.iter().copied())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        let line = rx.recv_timeout(DEADLINE).unwrap_or_default();
-        let url = line.trim().to_string();
-        if !url.starts_with("http://127.0.0.1:") {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the HTTP fixture did not print its URL: {line:?}");
-        }
-        HttpFixture { child, url }
-    }
-
-    fn port(&self) -> String {
-        let rest = self.url.trim_start_matches("http://127.0.0.1:");
-        rest.split('/').next().unwrap_or_default().to_string()
-    }
-
-    /// Waits until the process has ended (after a `crash` call).
-    fn wait_gone(&mut self) -> bool {
-        let until = Instant::now() + DEADLINE;
-        while Instant::now() < until {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        false
-    }
-}
-
-impl Drop for HttpFixture {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// A URL on 127.0.0.1 where nothing listens (a port just released).
 fn closed_url() -> String {
@@ -171,7 +108,11 @@ fn headers_are_sent_with_environment_variables_expanded() {
     );
     assert!(g.list().is_empty());
     assert!(
-        g.wait_stderr("error: server `web` did not start", 1),
+        g.wait_stderr(
+            "error: server `web` did not start: the server refused the authorization in the \
+             entry's `headers` (HTTP 401): check the token (OAuth sign-in is not supported)\n",
+            1
+        ),
         "{}",
         g.stderr()
     );
@@ -267,11 +208,13 @@ fn dry_run_shows_remote_servers_by_their_origin() {
                 "web",
                 json!({"type": "streamableHttp", "url": format!("{}?key=k", web.url)}),
             ),
-            ("gone", json!({"url": down})),
+            ("gone", json!({"url": format!("{down}?key=k")})),
         ],
     );
     let (code, out, err) = run_to_end(&file_args(&p, &s, &["--dry-run"]));
     assert_eq!(code, Some(1), "{err}");
+    // Nor in the failure, whose cause quotes the URL.
+    assert!(!err.contains("key=k") && !err.contains("/mcp"), "{err}");
     let origin = web.url.trim_end_matches("/mcp");
     assert!(
         out.contains(&format!("  web (remote, {origin}): 5 tools\n")),
@@ -371,4 +314,27 @@ fn an_http_server_restarted_between_calls_is_reached_in_the_next_call() {
     let r = g.call("web__echo", json!({}));
     assert_eq!(text(&r), "echo: {}", "{r}\n{}", g.stderr());
     assert!(!is_error(&r), "{r}");
+}
+
+#[test]
+fn a_server_that_wants_authorization_says_a_token_goes_in_headers() {
+    // Answered 401 without a challenge, and with the `WWW-Authenticate`
+    // challenge of an OAuth server: the same advice either way.
+    for challenge in [
+        None,
+        Some("Bearer resource_metadata=\"http://127.0.0.1:1/.well-known\""),
+    ] {
+        let mut env = vec![("FIXTURE_REQUIRE_HEADER", "authorization=Bearer t")];
+        env.extend(challenge.map(|c| ("FIXTURE_WWW_AUTHENTICATE", c)));
+        let web = HttpFixture::start("echo", &env);
+        let dir = temp_dir("http-401");
+        let (p, s) = files(&dir, "NoDefer(*)\n", &[("web", json!({"url": web.url}))]);
+        let (code, out, err) = run_to_end(&file_args(&p, &s, &["--dry-run"]));
+        assert_eq!(code, Some(1), "{err}");
+        let expected = "server `web` did not start: the server requires authorization (HTTP 401): \
+             give it a token in the entry's `headers`, such as \
+             `\"Authorization\": \"Bearer ${TOKEN}\"` (OAuth sign-in is not supported)\n";
+        assert!(out.contains(expected), "{challenge:?}: {out}");
+        assert!(err.contains(expected), "{challenge:?}: {err}");
+    }
 }

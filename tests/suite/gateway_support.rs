@@ -112,12 +112,10 @@ impl Gateway {
         Gateway::spawn_env(args, &[])
     }
 
-    /// [`Gateway::spawn`] with these variables added to its environment.
+    /// [`Gateway::spawn`] with these variables added to its environment
+    /// (see [`gateway_command`]).
     pub fn spawn_env(args: &[&str], env: &[(&str, &str)]) -> Gateway {
-        let mut child = Command::new(policy_bin())
-            .arg("gateway")
-            .args(args)
-            .envs(env.iter().copied())
+        let mut child = gateway_command(args, env)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -332,12 +330,28 @@ pub fn is_error(result: &Value) -> bool {
     result["isError"] == json!(true)
 }
 
+/// `policy gateway ARGS` with these variables added to its environment.
+/// The TLS roots are the system's unless `env` sets `SSL_CERT_FILE` or
+/// `SSL_CERT_DIR`: the ones of the shell running the tests are not passed on.
+pub fn gateway_command(args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut cmd = Command::new(policy_bin());
+    cmd.arg("gateway")
+        .args(args)
+        .env_remove("SSL_CERT_FILE")
+        .env_remove("SSL_CERT_DIR")
+        .envs(env.iter().copied());
+    cmd
+}
+
 /// Runs `policy gateway` to its end with these arguments and no client;
 /// returns exit code, stdout and stderr, within the deadline.
 pub fn run_to_end(args: &[&str]) -> (Option<i32>, String, String) {
-    let mut child = Command::new(policy_bin())
-        .arg("gateway")
-        .args(args)
+    run_to_end_env(args, &[])
+}
+
+/// [`run_to_end`] with these variables added to the gateway's environment.
+pub fn run_to_end_env(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String, String) {
+    let mut child = gateway_command(args, env)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -358,4 +372,67 @@ pub fn run_to_end(args: &[&str]) -> (Option<i32>, String, String) {
     let _ = child.kill();
     let _ = child.wait();
     panic!("`policy gateway {}` did not end in time", args.join(" "));
+}
+
+/// The fixture serving streamable HTTP (`FIXTURE_HTTP=1`), or HTTPS when
+/// `env` gives it a certificate; killed when dropped.
+pub struct HttpFixture {
+    pub child: Child,
+    pub url: String,
+}
+
+impl HttpFixture {
+    /// Starts it with these tools and extra environment, and waits for its URL.
+    pub fn start(tools: &str, env: &[(&str, &str)]) -> HttpFixture {
+        let mut child = Command::new(fixture_bin())
+            .env("FIXTURE_HTTP", "1")
+            .env("FIXTURE_TOOLS", tools)
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = rx.recv_timeout(DEADLINE).unwrap_or_default();
+        let url = line.trim().to_string();
+        if !url.starts_with("http://127.0.0.1:") && !url.starts_with("https://127.0.0.1:") {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the HTTP fixture did not print its URL: {line:?}");
+        }
+        HttpFixture { child, url }
+    }
+
+    pub fn port(&self) -> String {
+        let rest = self.url.split_once("127.0.0.1:").map(|(_, r)| r);
+        rest.and_then(|r| r.split('/').next())
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    /// Waits until the process has ended (after a `crash` call).
+    pub fn wait_gone(&mut self) -> bool {
+        let until = Instant::now() + DEADLINE;
+        while Instant::now() < until {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+}
+
+impl Drop for HttpFixture {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

@@ -18,6 +18,8 @@ mod gateway_http;
 mod gateway_memory;
 #[cfg(feature = "gateway")]
 mod gateway_support;
+#[cfg(feature = "gateway")]
+mod gateway_tls;
 mod golden;
 mod linear;
 mod output;
