@@ -338,3 +338,23 @@ fn a_server_that_wants_authorization_says_a_token_goes_in_headers() {
         assert!(err.contains(expected), "{challenge:?}: {err}");
     }
 }
+
+/// An answer over the HTTP client's limit for one message (16 MiB) is an
+/// error for that call, not a buffer the size of what the server sent, and
+/// the server's other calls go on.
+#[test]
+fn an_http_answer_over_the_size_limit_fails_that_call() {
+    let web = HttpFixture::start("echo,huge", &[("FIXTURE_FLOOD_MIB", "24")]);
+    let dir = temp_dir("http-huge");
+    let (p, s) = files(&dir, "NoDefer(*)\n", &[("web", json!({"url": web.url}))]);
+    let a = file_args(&p, &s, &["--call-timeout", "10"]);
+    let mut g = Gateway::connect(&a, "2025-11-25").holding(dir);
+    let t0 = Instant::now();
+    let r = g.call("web__huge", json!({}));
+    eprintln!("huge over http: {r} after {:?}", t0.elapsed());
+    assert!(is_error(&r), "{r}");
+    // Refused when it arrives, not waited out: rmcp closes the session, and
+    // the server is reconnected for the next call.
+    assert!(!text(&r).contains("did not answer"), "{r}");
+    assert_eq!(text(&g.call("web__echo", json!({}))), "echo: {}");
+}
