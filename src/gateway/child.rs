@@ -46,6 +46,11 @@ fn http_config(url: &str, headers: &[(String, String)]) -> StreamableHttpClientT
         .collect::<HashMap<_, _>>();
     let mut config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers);
     config.retry_config = Arc::new(sse_retry());
+    // A server that no longer knows our session (it restarted, perhaps
+    // with other tools) is reconnected by the gateway, which then lists its
+    // tools again; the transport's own re-initialisation would keep the old
+    // list. See `Child::call`.
+    config.reinit_on_expired_session = false;
     config
 }
 
@@ -464,12 +469,18 @@ impl Child {
                 secs(*retry_at - now)
             ));
         }
-        eprintln!("note: restarting server `{}`", self.name());
+        let remote = matches!(self.spec.transport, Transport::Http { .. });
+        if remote {
+            eprintln!("note: reconnecting to server `{}`", self.name());
+        } else {
+            eprintln!("note: restarting server `{}`", self.name());
+        }
         if let Err(e) = self.start_locked(&mut state).await {
             eprintln!("error: {e}");
             return Err(e);
         }
-        eprintln!("note: server `{}` restarted", self.name());
+        let done = if remote { "reconnected" } else { "restarted" };
+        eprintln!("note: server `{}` {done}", self.name());
         let _ = self.events.send(Event::ToolsChanged(self.index));
         match &*state {
             State::Up(service) => Ok(service.peer().clone()),
@@ -484,14 +495,45 @@ impl Child {
         arguments: Option<JsonObject>,
         timeout: Duration,
     ) -> CallToolResult {
-        let peer = match self.peer().await {
-            Ok(p) => p,
-            Err(e) => return error_result(format!("{e} (tool `{tool}` not called)")),
-        };
         let mut params = CallToolRequestParams::new(tool.to_string());
         params.arguments = arguments;
+        let mut outcome = self.call_once(params.clone(), timeout).await;
+        // A remote server that answers "no such session" has restarted and
+        // has not seen the call: reconnect (which lists its tools again)
+        // and send the call once more.
+        if let Ok(Err(e)) = &outcome
+            && session_expired(e)
+        {
+            outcome = self.call_once(params, timeout).await;
+        }
+        match outcome {
+            Err(e) => error_result(format!("{e} (tool `{tool}` not called)")),
+            Ok(Ok(Some(result))) => result,
+            Ok(Ok(None)) => error_result(format!(
+                "server `{}` did not answer `{tool}` within {}",
+                self.name(),
+                secs(timeout)
+            )),
+            Ok(Err(e)) => error_result(format!(
+                "server `{}` failed on `{tool}`: {}",
+                self.name(),
+                self.error_text(&e)
+            )),
+        }
+    }
+
+    /// One attempt of [`Child::call`]: `Err` when the server cannot be
+    /// reached (the call not sent), `Ok(Ok(None))` when it did not answer
+    /// within `timeout`. A transport failure marks the server down, and so
+    /// does a session the server no longer knows.
+    async fn call_once(
+        &self,
+        params: CallToolRequestParams,
+        timeout: Duration,
+    ) -> Result<Result<Option<CallToolResult>, ServiceError>, String> {
+        let peer = self.peer().await?;
         match tokio::time::timeout(timeout, peer.call_tool(params)).await {
-            Ok(Ok(result)) => result,
+            Ok(Ok(result)) => Ok(Ok(Some(result))),
             Ok(Err(e)) => {
                 // A request the transport could not carry: the server has
                 // gone (a process that exited, an HTTP server that no longer
@@ -500,30 +542,29 @@ impl Child {
                     e,
                     ServiceError::TransportSend(_) | ServiceError::TransportClosed
                 );
-                if lost || peer.is_transport_closed() {
+                if session_expired(&e) {
+                    self.mark_down_because("restarted: it no longer knows the gateway's session")
+                        .await;
+                } else if lost || peer.is_transport_closed() {
                     self.mark_down(lost).await;
                 }
-                error_result(format!(
-                    "server `{}` failed on `{tool}`: {}",
-                    self.name(),
-                    self.error_text(&e)
-                ))
+                Ok(Err(e))
             }
-            Err(_) => error_result(format!(
-                "server `{}` did not answer `{tool}` within {}",
-                self.name(),
-                secs(timeout)
-            )),
+            Err(_) => Ok(Ok(None)),
         }
     }
 
     /// The state of a child found gone: the first restart is tried at once,
     /// the back-off counts from there.
     fn exited(&self) -> State {
-        let what = match self.spec.transport {
+        self.down_because(match self.spec.transport {
             Transport::Stdio { .. } => "exited",
             Transport::Http { .. } => "went away",
-        };
+        })
+    }
+
+    /// [`Child::exited`], saying `what` happened.
+    fn down_because(&self, what: &str) -> State {
         eprintln!("warning: server `{}` {what}", self.name());
         State::Down {
             error: format!("server `{}` {what}", self.name()),
@@ -538,6 +579,14 @@ impl Child {
         let mut state = self.state.lock().await;
         if matches!(&*state, State::Up(s) if lost || gone(s)) {
             *state = self.exited();
+        }
+    }
+
+    /// Marks a running child down because `what` happened to it.
+    async fn mark_down_because(&self, what: &str) {
+        let mut state = self.state.lock().await;
+        if matches!(&*state, State::Up(_)) {
+            *state = self.down_because(what);
         }
     }
 
@@ -611,6 +660,23 @@ fn with_cause(
         Some(d) if !d.is_empty() && !text.contains(&d) => format!("{text}: {d}"),
         _ => text,
     }
+}
+
+/// Whether `e` says the remote server no longer knows the session (HTTP
+/// 404 on a request that carried it): it restarted, and did not see the
+/// request.
+fn session_expired(e: &ServiceError) -> bool {
+    let mut node: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = node {
+        if matches!(
+            c.downcast_ref::<StreamableHttpError<reqwest::Error>>(),
+            Some(StreamableHttpError::SessionExpired)
+        ) {
+            return true;
+        }
+        node = next_cause(c);
+    }
+    false
 }
 
 /// The cause under `c`: rmcp's HTTP error holds reqwest's without making it

@@ -192,7 +192,7 @@ fn an_http_server_that_goes_away_is_named_and_reconnected_on_demand() {
     assert_eq!(text(&last), "echo: {}", "{}", g.stderr());
     let err = g.stderr();
     assert!(err.contains("warning: server `web` went away"), "{err}");
-    assert!(err.contains("note: server `web` restarted"), "{err}");
+    assert!(err.contains("note: server `web` reconnected"), "{err}");
 }
 
 #[test]
@@ -298,22 +298,46 @@ fn an_http_server_that_hangs_is_cut_off_by_both_timeouts() {
 }
 
 #[test]
-fn an_http_server_restarted_between_calls_is_reached_in_the_next_call() {
+fn an_http_server_restarted_between_calls_is_reached_in_the_next_call_and_listed_again() {
     let mut web = HttpFixture::start("echo", &[]);
     let port = web.port();
     let dir = temp_dir("http-restart");
-    let (p, s) = files(&dir, "NoDefer(*)\n", &[("web", json!({"url": web.url}))]);
+    let (p, s) = files(
+        &dir,
+        "guard web__echo\nDefer(*)\n",
+        &[("web", json!({"url": web.url}))],
+    );
     let mut g = Gateway::connect_files(&p, &s, "2025-11-25").holding(dir);
     assert_eq!(text(&g.call("web__echo", json!({}))), "echo: {}");
-    // Killed from outside and started again: its session is gone.
+    let found = |g: &mut Gateway| text(&g.call("tool_search", json!({"query": "added"})));
+    assert!(!found(&mut g).contains("web__added"));
+    // Killed from outside and started again, with a tool more: the old
+    // session is gone.
     let _ = web.child.kill();
     assert!(web.wait_gone());
-    let _web = HttpFixture::start("echo", &[("FIXTURE_PORT", &port)]);
-    // The transport opens a new session within the call (rmcp re-initialises
-    // on an expired session): the client never sees the restart.
+    let _web = HttpFixture::start("echo,added", &[("FIXTURE_PORT", &port)]);
+    // The call reaches the new process: the gateway reconnects and sends it
+    // again (the server had not seen it), and lists the server's tools again.
     let r = g.call("web__echo", json!({}));
     assert_eq!(text(&r), "echo: {}", "{r}\n{}", g.stderr());
     assert!(!is_error(&r), "{r}");
+    let until = Instant::now() + Duration::from_secs(10);
+    while !found(&mut g).contains("web__added") {
+        assert!(
+            Instant::now() < until,
+            "the restarted server's new tool was never listed\n{}",
+            g.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let r = g.call("call_tool", json!({"name": "web__added", "arguments": {}}));
+    assert_eq!(text(&r), "added: {}", "{r}");
+    let err = g.stderr();
+    assert!(
+        err.contains("warning: server `web` restarted: it no longer knows the gateway's session"),
+        "{err}"
+    );
+    assert!(err.contains("note: server `web` reconnected"), "{err}");
 }
 
 #[test]
