@@ -543,7 +543,7 @@ impl Child {
                     ServiceError::TransportSend(_) | ServiceError::TransportClosed
                 );
                 if session_expired(&e) {
-                    self.mark_down_because("restarted: it no longer knows the gateway's session")
+                    self.mark_down_because("no longer knows the gateway's session (it restarted, or ended the session)")
                         .await;
                 } else if lost || peer.is_transport_closed() {
                     self.mark_down(lost).await;

@@ -334,7 +334,7 @@ fn an_http_server_restarted_between_calls_is_reached_in_the_next_call_and_listed
     assert_eq!(text(&r), "added: {}", "{r}");
     let err = g.stderr();
     assert!(
-        err.contains("warning: server `web` restarted: it no longer knows the gateway's session"),
+        err.contains("warning: server `web` no longer knows the gateway's session (it restarted, or ended the session)"),
         "{err}"
     );
     assert!(err.contains("note: server `web` reconnected"), "{err}");
