@@ -1,7 +1,8 @@
 """A scripted model behind the HTTP APIs the agent clients call, so the
 clients run offline, without an API key: the Anthropic Messages API (Claude
-Code) and the OpenAI Responses API (Codex), each streamed as server-sent
-events, or as one JSON answer when the request does not ask for a stream.
+Code), the OpenAI Responses API (Codex) and the OpenAI Chat Completions API
+(opencode, Qwen Code), each streamed as server-sent events, or as one JSON
+answer when the request does not ask for a stream.
 
 A test gives a `script`: a function of the request's body (parsed JSON) that
 returns the model's turn, a list of blocks, each `("text", str)` or
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -80,6 +82,8 @@ class ModelServer:
                         self.anthropic(body)
                     elif path.endswith("/responses"):
                         self.openai_responses(body)
+                    elif path.endswith("/chat/completions"):
+                        self.openai_chat(body)
                     else:
                         self.send_json(404, {"error": {"type": "not_found", "message": path}})
                 except Exception as e:  # the test reads `errors`; the client sees a 500
@@ -94,10 +98,14 @@ class ModelServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-            def send_events(self, events: list[tuple[str, Any]]) -> None:
+            def send_events(self, events: list[tuple[str | None, Any]]) -> None:
+                """Server-sent events, each `(name, value)`: a value that
+                is not a string is sent as JSON; a name of None sends the
+                data line alone (Chat Completions names no event)."""
                 data = b"".join(
-                    f"event: {name}\ndata: {json.dumps(value)}\n\n".encode()
-                    for name, value in events
+                    (f"event: {name}\n" if name else "").encode()
+                    + f"data: {v if isinstance(v, str) else json.dumps(v)}\n\n".encode()
+                    for name, v in events
                 )
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
@@ -264,6 +272,54 @@ class ModelServer:
                     )
                 done = {"type": "response.completed", "response": response}
                 events.append(("response.completed", done))
+                self.send_events(events)
+
+            def openai_chat(self, body: Any) -> None:
+                turn = owner.script("chat", body)
+                cid = f"chatcmpl-{uuid.uuid4().hex[:20]}"
+                model = body.get("model", "scripted")
+                text = "".join(b[1] for b in turn if b[0] == "text")
+                calls = [
+                    {
+                        "id": f"call_{uuid.uuid4().hex[:20]}",
+                        "type": "function",
+                        "function": {"name": b[1], "arguments": json.dumps(b[2])},
+                    }
+                    for b in turn
+                    if b[0] == "tool"
+                ]
+                finish = "tool_calls" if calls else "stop"
+                usage = {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
+                head = {"id": cid, "created": int(time.time()), "model": model}
+                if not body.get("stream"):
+                    message: dict[str, Any] = {"role": "assistant", "content": text or None}
+                    if calls:
+                        message["tool_calls"] = calls
+                    choice = {"index": 0, "message": message, "finish_reason": finish}
+                    answer = {**head, "object": "chat.completion", "choices": [choice]}
+                    self.send_json(200, {**answer, "usage": usage})
+                    return
+
+                def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> Any:
+                    choice = {"index": 0, "delta": delta, "finish_reason": finish_reason}
+                    return (None, {**head, "object": "chat.completion.chunk", "choices": [choice]})
+
+                events = [chunk({"role": "assistant", "content": ""})]
+                if text:
+                    events.append(chunk({"content": text}))
+                for i, call in enumerate(calls):
+                    # The call's name first, its arguments in a delta of
+                    # their own, as the API streams them.
+                    function = {"name": call["function"]["name"], "arguments": ""}
+                    first = {**call, "index": i, "function": function}
+                    events.append(chunk({"tool_calls": [first]}))
+                    arguments = {"arguments": call["function"]["arguments"]}
+                    events.append(chunk({"tool_calls": [{"index": i, "function": arguments}]}))
+                events.append(chunk({}, finish))
+                if (body.get("stream_options") or {}).get("include_usage"):
+                    usage_chunk = {**head, "object": "chat.completion.chunk", "choices": []}
+                    events.append((None, {**usage_chunk, "usage": usage}))
+                events.append((None, "[DONE]"))
                 self.send_events(events)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
