@@ -6,7 +6,13 @@ model (model_server.py) so nothing leaves the machine and no key is needed:
   headless (`claude -p`) against a scripted Anthropic Messages API;
 - Codex (npm `@openai/codex`), set up with the README's
   `[mcp_servers.tools]` block in `$CODEX_HOME/config.toml`, run as
-  `codex exec` against a scripted OpenAI Responses API.
+  `codex exec` against a scripted OpenAI Responses API;
+- opencode (npm `opencode-ai`), set up with the README's `mcp` block in
+  ~/.config/opencode/opencode.json, run as `opencode run` against a scripted
+  OpenAI Chat Completions API (an `@ai-sdk/openai-compatible` provider);
+- Qwen Code (npm `@qwen-code/qwen-code`), set up with the README's
+  `mcpServers` block in ~/.qwen/settings.json, run headless (`qwen PROMPT`)
+  against the same Chat Completions API (`OPENAI_BASE_URL`).
 
 The snippets are read from README.md itself, so the README cannot drift from
 what is tested. Behind the gateway runs the npm memory server under a policy
@@ -513,6 +519,288 @@ def codex_results(items: list[dict], namespace: str) -> list[tuple[str, str]]:
             if isinstance(output, dict):
                 output = output.get("content", "")
             results.append((names[item["call_id"]], text_of(output)))
+    return results
+
+
+# opencode fetches nothing at start with these: no update check, no models.dev
+# catalogue (the provider below names its model itself), no language server
+# downloads, no sharing. (The tests also pass with no network at all.)
+OPENCODE_QUIET = {
+    "OPENCODE_DISABLE_AUTOUPDATE": "1",
+    "OPENCODE_DISABLE_MODELS_FETCH": "1",
+    "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+    "OPENCODE_DISABLE_SHARE": "1",
+}
+
+
+class OpenCode(ClientCase):
+    client = "opencode"
+    # opencode names an MCP server's tool `SERVER_TOOL`.
+    prefix = "tools_"
+
+    def script(self, api: str, body: Any) -> list[tuple]:
+        if self.prefix + "tool_search" not in chat_tool_names(body):
+            # A request of the client's own (the session's title): not the agent.
+            return [("text", "ok")]
+        step = next_step(chat_results(body["messages"], self.prefix))
+        if step[0] == "text":
+            return [step]
+        return [("tool", self.prefix + step[0], step[1])]
+
+    def gateway_tools(self, body: Any) -> set[str]:
+        names = chat_tool_names(body)
+        return {n[len(self.prefix) :] for n in names if n.startswith(self.prefix)}
+
+    def agent_turns(self, model: ModelServer) -> list[Any]:
+        posts = model.posts("/chat/completions")
+        return [r.body for r in posts if self.prefix + "tool_search" in chat_tool_names(r.body)]
+
+    def run_opencode(self, model: ModelServer, *more_args: str) -> subprocess.CompletedProcess:
+        """`opencode run` with the README's `mcp` block in
+        ~/.config/opencode/opencode.json (`more_args` added to the gateway's
+        command), beside an OpenAI-compatible provider at the scripted
+        model."""
+        config = json.loads(readme_block("**opencode**", "json"))
+        command = config["mcp"]["tools"]["command"]
+        self.assertEqual(command[:2], ["policy", "gateway"])
+        command += list(more_args)
+        config["provider"] = {
+            "scripted": {
+                "npm": "@ai-sdk/openai-compatible",
+                "name": "scripted",
+                "options": {"baseURL": f"{model.url}/v1", "apiKey": "dummy"},
+                "models": {"scripted": {"name": "scripted", "tool_call": True}},
+            }
+        }
+        config["model"] = "scripted/scripted"
+        path = self.home / ".config" / "opencode" / "opencode.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(config, indent=2))
+        env = client_env(self.home, self.bin, **OPENCODE_QUIET)
+        prompt = "Write the test entity into the knowledge graph."
+        return run_client(["opencode", "run", prompt], env, self.project)
+
+    def test_opencode_run_through_the_readme_snippet(self) -> None:
+        with ModelServer(self.script) as model:
+            run = self.run_opencode(model)
+            self.assert_finished(run, model)
+
+            turns = self.agent_turns(model)
+            self.assertEqual(len(turns), 4, [json.dumps(t)[:300] for t in turns])
+            for body in turns:
+                self.assertEqual(self.gateway_tools(body), LISTED)
+            self.assert_results(chat_results(turns[-1]["messages"], self.prefix))
+            self.assert_hidden_never_sent(model, turns, "messages")
+        self.assert_no_gateway_left()
+
+    def test_opencode_rereads_the_list(self) -> None:
+        """opencode speaks 2025-11-25, so `--exposure list-changed` is served
+        as asked: the list has no `call_tool`, and a search sends
+        `notifications/tools/list_changed`. opencode lists the tools again
+        (its MCP SDK waits 300 ms to gather notifications first), and the
+        loaded tool joins the list its model gets from then on. The
+        scripted model takes a second over the step after the search, so
+        the new list is there by the next one."""
+
+        def script(api: str, body: Any) -> list[tuple]:
+            if self.prefix + "tool_search" not in chat_tool_names(body):
+                return [("text", "ok")]
+            done = chat_results(body["messages"], self.prefix)
+            if not done:
+                search = {"query": "create entities", "names": ["memory__create_entities"]}
+                return [("tool", self.prefix + "tool_search", search)]
+            if len(done) == 1:
+                time.sleep(1.0)
+                return [("tool", self.prefix + "memory__read_graph", {})]
+            return [("text", "listed: " + ", ".join(sorted(self.gateway_tools(body))))]
+
+        with ModelServer(script) as model:
+            run = self.run_opencode(model, "--exposure", "list-changed")
+            self.assertEqual(run.returncode, 0, run.stderr[-3000:])
+            turns = self.agent_turns(model)
+            self.assertEqual(len(turns), 3, [json.dumps(t)[:300] for t in turns])
+            before = {"tool_search", "memory__read_graph"}
+            self.assertEqual(self.gateway_tools(turns[0]), before)
+            search = chat_results(turns[1]["messages"], self.prefix)
+            loaded = "callable from your next step:\n- `memory__create_entities`"
+            self.assertIn(loaded, search[0][1])
+            # Listed again: the loaded tools are in the list, callable by
+            # name; `call_tool` and the hidden tool are not.
+            listed = self.gateway_tools(turns[2])
+            self.assertTrue(before | {"memory__create_entities"} <= listed, listed)
+            self.assertFalse({"call_tool", HIDDEN} & listed, listed)
+            self.assertIn("memory__create_entities, ", run.stdout)
+        self.assert_no_gateway_left()
+
+
+# Qwen Code's settings that keep it from calling home: no update check, no
+# usage statistics.
+QWEN_QUIET = {
+    "general": {"enableAutoUpdate": False},
+    "privacy": {"usageStatisticsEnabled": False},
+}
+
+
+class QwenCode(ClientCase):
+    client = "qwen"
+    # Qwen Code names an MCP server's tool `mcp__SERVER__TOOL`.
+    prefix = "mcp__tools__"
+
+    def script(self, api: str, body: Any) -> list[tuple]:
+        if self.prefix + "tool_search" not in chat_tool_names(body):
+            # A request of the client's own (its memory upkeep): not the agent.
+            return [("text", "ok")]
+        step = next_step(chat_results(body["messages"], self.prefix))
+        if step[0] == "text":
+            return [step]
+        return [("tool", self.prefix + step[0], step[1])]
+
+    def gateway_tools(self, body: Any) -> set[str]:
+        names = chat_tool_names(body)
+        return {n[len(self.prefix) :] for n in names if n.startswith(self.prefix)}
+
+    def agent_turns(self, model: ModelServer, marker: str) -> list[Any]:
+        posts = model.posts("/chat/completions")
+        return [r.body for r in posts if marker in chat_tool_names(r.body)]
+
+    def run_qwen(
+        self,
+        model: ModelServer,
+        *args: str,
+        tool_search: bool = False,
+        gateway_args: tuple[str, ...] = (),
+    ) -> subprocess.CompletedProcess:
+        """`qwen` headless (`args` after the prompt) with the README's
+        `mcpServers` block in ~/.qwen/settings.json (`gateway_args` added to
+        the gateway's), against the scripted model as an OpenAI-compatible
+        endpoint. Qwen Code defers MCP tools behind its own `tool_search`
+        by default; unless `tool_search`, that is off, and they are in the
+        request's `tools` as the gateway lists them."""
+        config = json.loads(readme_block("**Qwen Code**", "json"))
+        self.assertEqual(config["mcpServers"]["tools"]["command"], "policy")
+        config["mcpServers"]["tools"]["args"] += list(gateway_args)
+        config.update(QWEN_QUIET)
+        if not tool_search:
+            config["tools"] = {"toolSearch": {"enabled": False}}
+        path = self.home / ".qwen" / "settings.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(config, indent=2))
+        env = client_env(
+            self.home,
+            self.bin,
+            OPENAI_BASE_URL=f"{model.url}/v1",
+            OPENAI_API_KEY="dummy",
+            OPENAI_MODEL="scripted",
+        )
+        prompt = "Write the test entity into the knowledge graph."
+        # The prompt first: `--allowed-tools` takes every word after it.
+        return run_client(["qwen", prompt, *args], env, self.project)
+
+    def test_qwen_code_headless_through_the_readme_snippet(self) -> None:
+        with ModelServer(self.script) as model:
+            run = self.run_qwen(model, "--allowed-tools", "mcp__tools")
+            self.assert_finished(run, model)
+
+            turns = self.agent_turns(model, self.prefix + "tool_search")
+            self.assertEqual(len(turns), 4, [json.dumps(t)[:300] for t in turns])
+            for body in turns:
+                self.assertEqual(self.gateway_tools(body), LISTED)
+            self.assert_results(chat_results(turns[-1]["messages"], self.prefix))
+            self.assert_hidden_never_sent(model, turns, "messages")
+        self.assert_no_gateway_left()
+
+    def test_qwen_code_does_not_reread_the_list(self) -> None:
+        """Qwen Code speaks 2025-11-25, so `--exposure list-changed` is
+        served as asked: the list has no `call_tool`, and a search sends
+        `notifications/tools/list_changed`. Qwen Code does not list the
+        tools again, so a loaded tool never reaches its model, not even a
+        second later: with Qwen Code, keep the default `call` exposure. The
+        search gives `query` as well as `names`: Qwen Code checks arguments
+        against the tool's schema, where `query` is required."""
+
+        def script(api: str, body: Any) -> list[tuple]:
+            if self.prefix + "tool_search" not in chat_tool_names(body):
+                return [("text", "ok")]
+            done = chat_results(body["messages"], self.prefix)
+            if not done:
+                search = {"query": "create entities", "names": ["memory__create_entities"]}
+                return [("tool", self.prefix + "tool_search", search)]
+            if len(done) == 1:
+                time.sleep(1.0)
+                return [("tool", self.prefix + "memory__read_graph", {})]
+            return [("text", "listed: " + ", ".join(sorted(self.gateway_tools(body))))]
+
+        with ModelServer(script) as model:
+            exposure = ("--exposure", "list-changed")
+            run = self.run_qwen(model, "--allowed-tools", "mcp__tools", gateway_args=exposure)
+            self.assertEqual(run.returncode, 0, run.stderr[-3000:])
+            turns = self.agent_turns(model, self.prefix + "tool_search")
+            self.assertEqual(len(turns), 3, [json.dumps(t)[:300] for t in turns])
+            search = chat_results(turns[1]["messages"], self.prefix)
+            loaded = "callable from your next step:\n- `memory__create_entities`"
+            self.assertIn(loaded, search[0][1])
+            # The list the model gets after the search is the one before it.
+            for body in turns:
+                self.assertEqual(self.gateway_tools(body), {"tool_search", "memory__read_graph"})
+        self.assert_no_gateway_left()
+
+    def test_qwen_code_asks_before_a_gateway_call(self) -> None:
+        """Qwen Code asks before each MCP call; headless, where nobody
+        answers, it declines the call unless `--allowed-tools mcp__tools`
+        (or `--approval-mode yolo`) allows it."""
+
+        def script(api: str, body: Any) -> list[tuple]:
+            if self.prefix + "tool_search" not in chat_tool_names(body):
+                return [("text", "ok")]
+            if not chat_results(body["messages"], self.prefix):
+                return [("tool", self.prefix + "tool_search", {"query": "create entities"})]
+            return [("text", FINAL)]
+
+        with ModelServer(script) as model:
+            run = self.run_qwen(model)
+            self.assert_finished(run, model)
+            turns = self.agent_turns(model, self.prefix + "tool_search")
+            self.assertEqual(len(turns), 2, [json.dumps(t)[:300] for t in turns])
+            [(_, refused)] = chat_results(turns[1]["messages"], self.prefix)
+            self.assertIn(
+                f'Qwen Code requires permission to use "{self.prefix}tool_search", '
+                "but that permission was declined",
+                refused,
+            )
+        self.assert_no_gateway_left()
+
+    def test_qwen_code_own_tool_search(self) -> None:
+        """With its defaults, Qwen Code defers MCP tools behind its own
+        `tool_search` and `tool_call`: none of the gateway's tools is in the
+        request's list, and its prompt names exactly the gateway's listed
+        tools (no deferred or hidden one)."""
+        with ModelServer(lambda api, body: [("text", FINAL)]) as model:
+            run = self.run_qwen(model, "--allowed-tools", "mcp__tools", tool_search=True)
+            self.assert_finished(run, model)
+            turns = self.agent_turns(model, "tool_call")
+            self.assertEqual(len(turns), 1, [json.dumps(t)[:300] for t in turns])
+            self.assertIn("tool_search", chat_tool_names(turns[0]))
+            self.assertEqual(self.gateway_tools(turns[0]), set())
+            named = set(re.findall(r"mcp__tools__[A-Za-z0-9_]+", json.dumps(turns[0])))
+            self.assertEqual(named, {self.prefix + n for n in LISTED}, json.dumps(turns[0])[:3000])
+        self.assert_no_gateway_left()
+
+def chat_tool_names(body: Any) -> list[str]:
+    return [t.get("function", {}).get("name") for t in body.get("tools") or []]
+
+
+def chat_results(messages: list[dict], prefix: str) -> list[tuple[str, str]]:
+    """The results of the gateway's tools in a Chat Completions conversation,
+    in order, as (tool without the client's prefix, text)."""
+    names: dict[str, str] = {}
+    results = []
+    for message in messages:
+        for call in message.get("tool_calls") or []:
+            names[call["id"]] = call["function"]["name"]
+        if message.get("role") == "tool":
+            name = names.get(message.get("tool_call_id"), "")
+            if name.startswith(prefix):
+                results.append((name[len(prefix) :], text_of(message.get("content"))))
     return results
 
 
