@@ -54,7 +54,7 @@ fn own(name: &str, description: String, parameters: Value) -> Tool {
 pub fn search_tool(name: &str, catalog: &str, delivery: Delivery<'_>) -> Tool {
     let mut description = String::from(
         "Find tools that are not loaded yet and load them. Say what you want to do in `query`, \
-         in plain words of any language, or give exact tool names in `names`.",
+         in plain words of any language; add exact tool names in `names` if you know them.",
     );
     match delivery {
         Delivery::Declared => {
