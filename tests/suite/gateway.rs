@@ -205,16 +205,7 @@ fn a_child_that_crashes_is_named_and_restarted_on_demand() {
     let r = g.call("fx__crash", json!({}));
     assert!(is_error(&r), "{r}");
     assert!(text(&r).contains("server `fx`"), "{r}");
-    let until = Instant::now() + DEADLINE;
-    let mut last = json!(null);
-    while Instant::now() < until {
-        last = g.call("fx__echo", json!({}));
-        if !is_error(&last) {
-            break;
-        }
-        assert!(text(&last).contains("server `fx`"), "{last}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let last = g.call_until_answered("fx__echo", json!({}), "fx", DEADLINE);
     assert_eq!(text(&last), "echo: {}", "{}", g.stderr());
     assert!(g.wait_stderr("[fx] fixture up", 2));
     let err = g.stderr();
@@ -430,16 +421,7 @@ fn a_child_killed_from_outside_is_restarted_on_the_next_call() {
         .status()
         .unwrap();
     assert!(status.success());
-    let until = Instant::now() + DEADLINE;
-    let mut last = json!(null);
-    while Instant::now() < until {
-        last = g.call("fx__pid", json!({}));
-        if !is_error(&last) {
-            break;
-        }
-        assert!(text(&last).contains("server `fx`"), "{last}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let last = g.call_until_answered("fx__pid", json!({}), "fx", DEADLINE);
     assert!(!is_error(&last), "{last}\n{}", g.stderr());
     assert_ne!(text(&last), pid);
 }

@@ -31,18 +31,7 @@ fn an_http_child_is_listed_searched_and_called_under_the_policy() {
     let (p, s) = files(&dir, POLICY, &[("web", json!({"url": web.url}))]);
     let mut g = Gateway::connect_files(&p, &s, "2025-11-25").holding(dir);
     assert_eq!(g.list(), ["web__echo", "tool_search", "call_tool"]);
-    assert_eq!(
-        text(&g.call("web__echo", json!({"text": "hi"}))),
-        "echo: {\"text\":\"hi\"}"
-    );
-    let r = g.call("tool_search", json!({"query": "slow"}));
-    assert!(text(&r).contains("`web__slow`"), "{r}");
-    let r = g.call(
-        "call_tool",
-        json!({"name": "web__slow", "arguments": {"text": "x"}}),
-    );
-    assert!(!is_error(&r), "{r}");
-    assert_eq!(text(&r), "slow: {\"text\":\"x\"}");
+    assert_web_echoes_and_calls_through(&mut g);
     // The hidden tool is refused on every path, the server never asked.
     for (name, arguments) in [
         ("web__secret", json!({})),
@@ -179,16 +168,7 @@ fn an_http_server_that_goes_away_is_named_and_reconnected_on_demand() {
     assert!(is_error(&r), "{r}");
     assert!(text(&r).contains("server `web`"), "{r}");
     let _web = HttpFixture::start("echo,crash", &[("FIXTURE_PORT", &port)]);
-    let until = Instant::now() + DEADLINE;
-    let mut last = json!(null);
-    while Instant::now() < until {
-        last = g.call("web__echo", json!({}));
-        if !is_error(&last) {
-            break;
-        }
-        assert!(text(&last).contains("server `web`"), "{last}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let last = g.call_until_answered("web__echo", json!({}), "web", DEADLINE);
     assert_eq!(text(&last), "echo: {}", "{}", g.stderr());
     let err = g.stderr();
     assert!(err.contains("warning: server `web` went away"), "{err}");

@@ -244,6 +244,27 @@ impl Gateway {
             .unwrap_or_else(|| panic!("`{name}` gave no result: {r}"))
     }
 
+    /// Calls `name` until it answers without an error, for at most `within`
+    /// (a server being restarted or reconnected); every error in between
+    /// must name `server`. Returns the last result.
+    pub fn call_until_answered(
+        &mut self,
+        name: &str,
+        arguments: Value,
+        server: &str,
+        within: Duration,
+    ) -> Value {
+        let until = Instant::now() + within;
+        loop {
+            let r = self.call(name, arguments.clone());
+            if !is_error(&r) || Instant::now() >= until {
+                return r;
+            }
+            assert!(text(&r).contains(&format!("server `{server}`")), "{r}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Waits until a `tools/list_changed` notification has arrived.
     pub fn wait_list_changed(&mut self, within: Duration) -> bool {
         let until = Instant::now() + within;
@@ -435,4 +456,22 @@ impl Drop for HttpFixture {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The fixture server `web` behind the gateway (tools `echo`, `slow`, under a
+/// policy that declares `echo` and defers `slow`) answers a direct call, a
+/// search, and a call through `call_tool`.
+pub fn assert_web_echoes_and_calls_through(g: &mut Gateway) {
+    assert_eq!(
+        text(&g.call("web__echo", json!({"text": "hi"}))),
+        "echo: {\"text\":\"hi\"}"
+    );
+    let r = g.call("tool_search", json!({"query": "slow"}));
+    assert!(text(&r).contains("`web__slow`"), "{r}");
+    let r = g.call(
+        "call_tool",
+        json!({"name": "web__slow", "arguments": {"text": "x"}}),
+    );
+    assert!(!is_error(&r), "{r}");
+    assert_eq!(text(&r), "slow: {\"text\":\"x\"}");
 }

@@ -103,18 +103,7 @@ fn an_https_server_under_a_trusted_ca_is_listed_searched_and_called() {
         "{}",
         g.stderr()
     );
-    assert_eq!(
-        text(&g.call("web__echo", json!({"text": "hi"}))),
-        "echo: {\"text\":\"hi\"}"
-    );
-    let r = g.call("tool_search", json!({"query": "slow"}));
-    assert!(text(&r).contains("`web__slow`"), "{r}");
-    let r = g.call(
-        "call_tool",
-        json!({"name": "web__slow", "arguments": {"text": "x"}}),
-    );
-    assert!(!is_error(&r), "{r}");
-    assert_eq!(text(&r), "slow: {\"text\":\"x\"}");
+    assert_web_echoes_and_calls_through(&mut g);
     // The same server by its DNS name, which the certificate also holds.
     g.call(
         "tool_search",
