@@ -252,6 +252,10 @@ class ClaudeCode(ClientCase):
             **extra,
         )
 
+    def gateway_tools(self, body: Any) -> set[str]:
+        names = tool_names(body)
+        return {n[len(self.prefix) :] for n in names if n.startswith(self.prefix)}
+
     def agent_turns(self, model: ModelServer) -> list[Any]:
         return [
             r.body
@@ -291,11 +295,8 @@ class ClaudeCode(ClientCase):
             turns = self.agent_turns(model)
             self.assertEqual(len(turns), 4, [json.dumps(t)[:300] for t in turns])
             for body in turns:
-                listed_tools = {
-                    n[len(self.prefix) :] for n in tool_names(body) if n.startswith(self.prefix)
-                }
                 # Call exposure: the list never changes, deferred tools stay out.
-                self.assertEqual(listed_tools, LISTED)
+                self.assertEqual(self.gateway_tools(body), LISTED)
             self.assert_results(claude_results(turns[-1]["messages"], self.prefix))
             self.assert_hidden_never_sent(model, turns, "messages")
         self.assert_no_gateway_left()
@@ -364,10 +365,7 @@ class ClaudeCode(ClientCase):
             turns = self.agent_turns(model)
             self.assertEqual(len(turns), 4)
             for body in turns:
-                listed_tools = {
-                    n[len(self.prefix) :] for n in tool_names(body) if n.startswith(self.prefix)
-                }
-                self.assertEqual(listed_tools, LISTED)
+                self.assertEqual(self.gateway_tools(body), LISTED)
             results = claude_results(turns[-1]["messages"], self.prefix)
             self.assertIn("call them through `call_tool`", results[0][1])
             self.assert_results(results)
@@ -533,14 +531,15 @@ OPENCODE_QUIET = {
 }
 
 
-class OpenCode(ClientCase):
-    client = "opencode"
-    # opencode names an MCP server's tool `SERVER_TOOL`.
-    prefix = "tools_"
+class ChatClient(ClientCase):
+    """A client on the OpenAI Chat Completions API whose names for the
+    gateway's tools start with `prefix`."""
+
+    prefix = ""
 
     def script(self, api: str, body: Any) -> list[tuple]:
         if self.prefix + "tool_search" not in chat_tool_names(body):
-            # A request of the client's own (the session's title): not the agent.
+            # A request of the client's own (a title, memory upkeep): not the agent.
             return [("text", "ok")]
         step = next_step(chat_results(body["messages"], self.prefix))
         if step[0] == "text":
@@ -550,6 +549,27 @@ class OpenCode(ClientCase):
     def gateway_tools(self, body: Any) -> set[str]:
         names = chat_tool_names(body)
         return {n[len(self.prefix) :] for n in names if n.startswith(self.prefix)}
+
+    def relist_script(self, api: str, body: Any) -> list[tuple]:
+        """For `--exposure list-changed`: search (loading
+        `memory__create_entities`), then a second later call the declared
+        tool, then end by naming the gateway's tools in the last request."""
+        if self.prefix + "tool_search" not in chat_tool_names(body):
+            return [("text", "ok")]
+        done = chat_results(body["messages"], self.prefix)
+        if not done:
+            search = {"query": "create entities", "names": ["memory__create_entities"]}
+            return [("tool", self.prefix + "tool_search", search)]
+        if len(done) == 1:
+            time.sleep(1.0)
+            return [("tool", self.prefix + "memory__read_graph", {})]
+        return [("text", "listed: " + ", ".join(sorted(self.gateway_tools(body))))]
+
+
+class OpenCode(ChatClient):
+    client = "opencode"
+    # opencode names an MCP server's tool `SERVER_TOOL`.
+    prefix = "tools_"
 
     def agent_turns(self, model: ModelServer) -> list[Any]:
         posts = model.posts("/chat/completions")
@@ -602,19 +622,7 @@ class OpenCode(ClientCase):
         scripted model takes a second over the step after the search, so
         the new list is there by the next one."""
 
-        def script(api: str, body: Any) -> list[tuple]:
-            if self.prefix + "tool_search" not in chat_tool_names(body):
-                return [("text", "ok")]
-            done = chat_results(body["messages"], self.prefix)
-            if not done:
-                search = {"query": "create entities", "names": ["memory__create_entities"]}
-                return [("tool", self.prefix + "tool_search", search)]
-            if len(done) == 1:
-                time.sleep(1.0)
-                return [("tool", self.prefix + "memory__read_graph", {})]
-            return [("text", "listed: " + ", ".join(sorted(self.gateway_tools(body))))]
-
-        with ModelServer(script) as model:
+        with ModelServer(self.relist_script) as model:
             run = self.run_opencode(model, "--exposure", "list-changed")
             self.assertEqual(run.returncode, 0, run.stderr[-3000:])
             turns = self.agent_turns(model)
@@ -641,23 +649,10 @@ QWEN_QUIET = {
 }
 
 
-class QwenCode(ClientCase):
+class QwenCode(ChatClient):
     client = "qwen"
     # Qwen Code names an MCP server's tool `mcp__SERVER__TOOL`.
     prefix = "mcp__tools__"
-
-    def script(self, api: str, body: Any) -> list[tuple]:
-        if self.prefix + "tool_search" not in chat_tool_names(body):
-            # A request of the client's own (its memory upkeep): not the agent.
-            return [("text", "ok")]
-        step = next_step(chat_results(body["messages"], self.prefix))
-        if step[0] == "text":
-            return [step]
-        return [("tool", self.prefix + step[0], step[1])]
-
-    def gateway_tools(self, body: Any) -> set[str]:
-        names = chat_tool_names(body)
-        return {n[len(self.prefix) :] for n in names if n.startswith(self.prefix)}
 
     def agent_turns(self, model: ModelServer, marker: str) -> list[Any]:
         posts = model.posts("/chat/completions")
@@ -718,19 +713,7 @@ class QwenCode(ClientCase):
         search gives `query` as well as `names`: Qwen Code checks arguments
         against the tool's schema, where `query` is required."""
 
-        def script(api: str, body: Any) -> list[tuple]:
-            if self.prefix + "tool_search" not in chat_tool_names(body):
-                return [("text", "ok")]
-            done = chat_results(body["messages"], self.prefix)
-            if not done:
-                search = {"query": "create entities", "names": ["memory__create_entities"]}
-                return [("tool", self.prefix + "tool_search", search)]
-            if len(done) == 1:
-                time.sleep(1.0)
-                return [("tool", self.prefix + "memory__read_graph", {})]
-            return [("text", "listed: " + ", ".join(sorted(self.gateway_tools(body))))]
-
-        with ModelServer(script) as model:
+        with ModelServer(self.relist_script) as model:
             exposure = ("--exposure", "list-changed")
             run = self.run_qwen(model, "--allowed-tools", "mcp__tools", gateway_args=exposure)
             self.assertEqual(run.returncode, 0, run.stderr[-3000:])
