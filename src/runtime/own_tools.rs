@@ -230,6 +230,12 @@ mod tests {
         assert!(search.description.contains("- WebFetch: Fetch a web page."));
         assert!(!search.description.contains("Secret"));
         assert_eq!(search.parameters["required"], json!(["query"]));
+        // The description asks for what the schema requires: a query always,
+        // names besides it (clients that check arguments refuse names alone).
+        let words = search.description.split("\n\n").next().unwrap_or("");
+        assert!(words.contains("`query`"), "{words}");
+        assert!(!words.contains("or give exact tool names"), "{words}");
+        assert!(words.contains("add exact tool names in `names`"), "{words}");
         assert_eq!(
             plan.tool_list_tokens(Delivery::Declared),
             list.iter().map(|t| declaration_tokens(t)).sum::<u64>()
