@@ -497,11 +497,14 @@ impl Child {
     ) -> CallToolResult {
         let mut params = CallToolRequestParams::new(tool.to_string());
         params.arguments = arguments;
-        let mut outcome = self.call_once(params.clone(), timeout).await;
+        // Only a remote server can lose the session, so only its calls keep
+        // a copy of the arguments for a second attempt.
+        let again = matches!(self.spec.transport, Transport::Http { .. }).then(|| params.clone());
+        let mut outcome = self.call_once(params, timeout).await;
         // A remote server that answers "no such session" has restarted and
         // has not seen the call: reconnect (which lists its tools again)
         // and send the call once more.
-        if let Ok(Err(e)) = &outcome
+        if let (Ok(Err(e)), Some(params)) = (&outcome, again)
             && session_expired(e)
         {
             outcome = self.call_once(params, timeout).await;
