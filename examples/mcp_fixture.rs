@@ -15,6 +15,9 @@
 //! - `FIXTURE_VERSIONS`: comma-separated protocol versions it supports.
 //! - `FIXTURE_LEGACY=1`: no `server/discover` (method not found), as servers
 //!   of the 2025 era answer: clients must fall back to `initialize`.
+//! - `FIXTURE_LINGER`: once its input is closed, stay up until `SIGTERM`
+//!   (`term`), or until killed, writing a line for each `SIGTERM` it ignores
+//!   (`kill`), as servers that do not follow MCP's shutdown do (Unix only).
 //!
 //! - `FIXTURE_HTTP=1`: serve MCP's streamable HTTP transport on 127.0.0.1
 //!   (port `FIXTURE_PORT`, default any free one) instead of standard
@@ -218,6 +221,29 @@ async fn main() {
             let _ = running.waiting().await;
         }
         Err(e) => eprintln!("fixture: {e}"),
+    }
+    #[cfg(unix)]
+    if let Ok(how) = std::env::var("FIXTURE_LINGER") {
+        linger(how == "kill").await;
+    }
+}
+
+/// Stays up after the input closed, until `SIGTERM` or, when `ignore_term`,
+/// until killed.
+#[cfg(unix)]
+async fn linger(ignore_term: bool) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut term) = signal(SignalKind::terminate()) else {
+        eprintln!("fixture: cannot catch SIGTERM");
+        return;
+    };
+    eprintln!("fixture: input closed, staying up");
+    while term.recv().await.is_some() {
+        if !ignore_term {
+            eprintln!("fixture: stopping on SIGTERM");
+            return;
+        }
+        eprintln!("fixture: ignoring SIGTERM");
     }
 }
 

@@ -7,7 +7,6 @@
 
 use std::collections::HashMap;
 use std::io::Write as _;
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,11 +18,11 @@ use rmcp::service::{
     ClientInitializeError, ClientLifecycleMode, ClientServiceExt, NotificationContext, Peer,
     RunningService,
 };
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClientTransportConfig, StreamableHttpError,
 };
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceError};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
@@ -31,6 +30,7 @@ use tokio::sync::{Mutex, mpsc};
 use tokio::time::Instant;
 
 use super::servers::{ServerSpec, Transport};
+use super::stdio::ChildProcess;
 
 /// The configuration of MCP's streamable HTTP transport toward `url`, each
 /// request carrying `headers` (checked when the servers file was read).
@@ -135,6 +135,9 @@ fn install_crypto_provider() {
 pub const BACKOFF_START: Duration = Duration::from_millis(500);
 /// The longest wait between two restarts of a failing child.
 pub const BACKOFF_CAP: Duration = Duration::from_secs(30);
+/// The longest a child's stop may take: a local server's two waits of
+/// [`super::stdio::EXIT_WAIT`] and its kill, or a remote session's end.
+pub const STOP_WAIT: Duration = Duration::from_secs(8);
 
 /// What a child tells the gateway outside of a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -342,7 +345,7 @@ impl Child {
         args: &[String],
         env: &[(String, String)],
         cwd: Option<&std::path::Path>,
-    ) -> Result<TokioChildProcess, Failure> {
+    ) -> Result<ChildProcess, Failure> {
         let name = &self.spec.name;
         let mut cmd = tokio::process::Command::new(command);
         cmd.args(args);
@@ -350,14 +353,11 @@ impl Child {
         if let Some(cwd) = cwd {
             cmd.current_dir(cwd);
         }
-        let (process, stderr) = TokioChildProcess::builder(cmd)
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| {
-                Failure::Other(format!(
-                    "server `{name}` could not be started (`{command}`): {e}"
-                ))
-            })?;
+        let (process, stderr) = ChildProcess::spawn(cmd).map_err(|e| {
+            Failure::Other(format!(
+                "server `{name}` could not be started (`{command}`): {e}"
+            ))
+        })?;
         if let Some(stderr) = stderr {
             tokio::spawn(copy_stderr(name.clone(), stderr));
         }
@@ -517,6 +517,12 @@ impl Child {
                 self.name(),
                 secs(timeout)
             )),
+            Ok(Err(ServiceError::McpError(error))) => error_result(format!(
+                "server `{}` failed on `{tool}`: {} (JSON-RPC error {})",
+                self.name(),
+                error.message,
+                error.code.0
+            )),
             Ok(Err(e)) => error_result(format!(
                 "server `{}` failed on `{tool}`: {}",
                 self.name(),
@@ -593,14 +599,20 @@ impl Child {
         }
     }
 
-    /// Stops the child (its process is killed when its transport drops).
+    /// Stops the child and waits until it has: a local server has its
+    /// input closed, then `SIGTERM`, then is killed, each after a wait (see
+    /// [`super::stdio`]); a remote one has its session ended. Bounded by
+    /// [`STOP_WAIT`], after which the process is killed as the gateway exits.
     pub async fn stop(&self) {
-        let mut state = self.state.lock().await;
-        *state = State::Down {
+        let stopped = State::Down {
             error: format!("server `{}` was stopped", self.name()),
             failures: 0,
             retry_at: Instant::now(),
         };
+        let old = std::mem::replace(&mut *self.state.lock().await, stopped);
+        if let State::Up(mut service) = old {
+            let _ = service.close_with_timeout(STOP_WAIT).await;
+        }
     }
 }
 

@@ -16,6 +16,7 @@ pub mod connection;
 pub mod dry_run;
 pub mod reload;
 pub mod servers;
+pub mod stdio;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -195,10 +196,13 @@ impl Gateway {
         }
     }
 
-    /// Stops every child.
+    /// Stops every child, side by side, and waits until they have stopped.
     pub async fn stop(&self) {
+        let mut stopping = tokio::task::JoinSet::new();
         for child in &self.children {
-            child.stop().await;
+            let child = Arc::clone(child);
+            stopping.spawn(async move { child.stop().await });
         }
+        while stopping.join_next().await.is_some() {}
     }
 }

@@ -457,3 +457,63 @@ fn clients_of_2026_hear_of_reloads_on_their_subscription_stream() {
         g.stderr()
     );
 }
+
+/// Whether a process runs (a zombie, exited but not waited for, does not).
+#[cfg(target_os = "linux")]
+fn running(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit(')')
+            .next()
+            .map(str::trim_start)
+            .is_some_and(|s| !s.starts_with('Z'))
+    })
+}
+
+/// When its client goes, the gateway shuts each local server down as MCP
+/// asks: its input closed, then `SIGTERM` for one that stays up, then
+/// `SIGKILL` for one that ignores that too; no server outlives it.
+#[cfg(target_os = "linux")]
+#[test]
+fn children_are_shut_down_when_the_client_goes() {
+    let dir = temp_dir("shutdown");
+    let (p, s) = files(
+        &dir,
+        "NoDefer(*)\n",
+        &[
+            ("quits", fixture("pid", &[])),
+            ("term", fixture("pid", &[("FIXTURE_LINGER", "term")])),
+            ("kill", fixture("pid", &[("FIXTURE_LINGER", "kill")])),
+        ],
+    );
+    let mut g = Gateway::connect_files(&p, &s, "2025-11-25");
+    let pids: Vec<String> = ["quits", "term", "kill"]
+        .iter()
+        .map(|server| text(&g.call(&format!("{server}__pid"), json!({}))))
+        .collect();
+    assert!(pids.iter().all(|pid| running(pid)), "{pids:?}");
+    let t0 = std::time::Instant::now();
+    assert_eq!(g.finish(), Some(0), "{}", g.stderr());
+    eprintln!(
+        "the gateway stopped its three servers in {:?}",
+        t0.elapsed()
+    );
+    for (server, pid) in ["quits", "term", "kill"].iter().zip(&pids) {
+        assert!(
+            !running(pid),
+            "server `{server}` ({pid}) outlived the gateway"
+        );
+    }
+    let stderr = g.stderr();
+    assert!(
+        stderr.contains("[term] fixture: stopping on SIGTERM"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("[kill] fixture: ignoring SIGTERM"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("[quits] fixture: input closed"),
+        "{stderr}"
+    );
+}

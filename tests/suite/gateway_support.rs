@@ -306,7 +306,7 @@ impl Gateway {
     }
 
     /// Closes standard input and waits for the exit code.
-    pub fn finish(mut self) -> Option<i32> {
+    pub fn finish(&mut self) -> Option<i32> {
         drop(self.stdin.take());
         let until = Instant::now() + DEADLINE;
         while Instant::now() < until {
