@@ -144,7 +144,7 @@ impl<R> OversizeGuard<R> {
     /// by its error line.
     fn take(&mut self, mut bytes: &[u8]) {
         while !bytes.is_empty() {
-            let newline = bytes.iter().position(|&b| b == b'\n');
+            let newline = memchr::memchr(b'\n', bytes);
             let part = &bytes[..newline.map_or(bytes.len(), |i| i + 1)];
             bytes = &bytes[part.len()..];
             self.out.extend_from_slice(part);
@@ -242,7 +242,7 @@ impl TopLevel {
             // The inside of a string that is neither a key nor the id: on
             // to the next quote or backslash.
             if self.in_string && !self.escaped && !self.reading_key && !self.in_id {
-                match bytes[at..].iter().position(|&b| b == b'"' || b == b'\\') {
+                match memchr::memchr2(b'"', b'\\', &bytes[at..]) {
                     Some(skip) => at += skip,
                     None => return,
                 }
