@@ -488,6 +488,100 @@ mod tests {
         }
     }
 
+    /// A JSON value of a few kinds, with strings that hold what a scanner
+    /// could trip on (quotes, backslashes, braces, `"id":`).
+    fn value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            any::<i64>().prop_map(Value::from),
+            "[a-z \"\\\\{}\\[\\],:]{0,12}".prop_map(Value::from),
+            any::<bool>().prop_map(Value::from),
+            Just(Value::Null),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+                proptest::collection::vec((key(), inner), 0..4)
+                    .prop_map(|members| Value::Object(members.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn key() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("id"),
+            Just("method"),
+            Just("jsonrpc"),
+            Just("result"),
+            Just("error"),
+            Just("i"),
+            Just("idx"),
+        ]
+        .prop_map(String::from)
+    }
+
+    /// The members of an object, in the order written (a key may come twice).
+    type Members = Vec<(String, Value)>;
+
+    /// One line of a server's output: an object written member by member,
+    /// with its members, or bytes that are not JSON.
+    fn line() -> impl Strategy<Value = (String, Option<Members>)> {
+        prop_oneof![
+            3 => proptest::collection::vec((key(), value()), 0..5).prop_map(|members| {
+                let written: Vec<String> = members
+                    .iter()
+                    .map(|(k, v)| format!("{}:{v}", Value::from(k.as_str())))
+                    .collect();
+                (format!("{{{}}}", written.join(",")), Some(members))
+            }),
+            1 => "[ -~]{0,40}".prop_map(|garbage| (garbage, None)),
+        ]
+    }
+
+    /// What the guard should add after `line` (without its newline): an
+    /// error for its `id` when it is over `limit` and an object with one
+    /// `id`, a number or string, and no `method`. Worked out from the
+    /// members the line was written from, not from the scanner's states.
+    fn expected_error(line: &str, members: Option<&Members>, limit: usize) -> Option<Value> {
+        let len = line.len() + 1;
+        let members = members.filter(|_| len > limit)?;
+        let mut ids = members.iter().filter(|(k, _)| k == "id").map(|(_, v)| v);
+        let (Some(id), None) = (ids.next(), ids.next()) else {
+            return None;
+        };
+        if members.iter().any(|(k, _)| k == "method") || !(id.is_number() || id.is_string()) {
+            return None;
+        }
+        let message = format!(
+            "the answer was {}, over the {} limit for one MCP message; the gateway dropped it",
+            mib(len),
+            mib(limit)
+        );
+        Some(json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": message}}))
+    }
+
+    proptest! {
+        /// Against [`expected_error`]: every line passes through as it was,
+        /// and exactly the lines it names are followed by their error.
+        #[test]
+        fn the_guard_adds_an_error_after_exactly_the_long_answers(
+            lines in proptest::collection::vec(line(), 1..6),
+            limit in 10usize..120,
+            sizes in proptest::collection::vec(1usize..32, 1..4),
+        ) {
+            let input: String = lines.iter().map(|(l, _)| format!("{l}\n")).collect();
+            let out = String::from_utf8(through(limit, input.as_bytes(), &sizes)).unwrap();
+            let mut out_lines = out.lines();
+            for (line, members) in &lines {
+                prop_assert_eq!(out_lines.next(), Some(line.as_str()));
+                if let Some(expected) = expected_error(line, members.as_ref(), limit) {
+                    let added = out_lines.next().map(|l| serde_json::from_str::<Value>(l).unwrap());
+                    prop_assert_eq!(added, Some(expected), "after {}", line);
+                }
+            }
+            prop_assert_eq!(out_lines.next(), None);
+        }
+    }
+
     /// rmcp's own reading of the guard's output, with rmcp's limit set as
     /// the guard's: every line over it is dropped and answered by an error,
     /// a line at it is read; the limit means the same to both.
