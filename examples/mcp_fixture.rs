@@ -7,7 +7,8 @@
 //!   `fail` answers with an error result, `structured` answers with
 //!   `structuredContent`, `change` adds a tool `added` and sends
 //!   `notifications/tools/list_changed`, `pid` answers its process id,
-//!   `flood` first writes a line of `FIXTURE_FLOOD_MIB` MiB (default 64) of
+//!   `connections` answers how many TCP connections it has accepted (over
+//!   HTTP), `flood` first writes a line of `FIXTURE_FLOOD_MIB` MiB (default 64) of
 //!   bytes that are not JSON to standard output and then answers, `huge`
 //!   answers with a text of that size; any other echoes its arguments.
 //! - `FIXTURE_EXIT_AT_START=1`: exit with status 1 before speaking.
@@ -44,6 +45,9 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::json;
+
+/// TCP connections accepted over HTTP, for the `connections` tool.
+static CONNECTIONS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 #[derive(Clone)]
 struct Fixture {
@@ -148,6 +152,11 @@ impl ServerHandler for Fixture {
                 CallToolResult::success(text("change: added a tool".into()))
             }
             "pid" => CallToolResult::success(text(std::process::id().to_string())),
+            "connections" => CallToolResult::success(text(
+                CONNECTIONS
+                    .load(std::sync::atomic::Ordering::Relaxed)
+                    .to_string(),
+            )),
             "flood" => {
                 // Past rmcp's writer, on the same descriptor: nothing else
                 // is in flight while a test calls this.
@@ -282,6 +291,7 @@ async fn serve_http(fixture: Fixture) {
     let _ = std::io::stdout().flush();
     eprintln!("fixture: serving streamable HTTP ({scheme}) on port {port}");
     while let Ok((stream, _)) = listener.accept().await {
+        CONNECTIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         // Without it, a TLS session ticket and the answer that follows wait
         // for the client's delayed ACK: 40 ms a request on Linux.
         let _ = stream.set_nodelay(true);

@@ -66,16 +66,24 @@ fn sse_retry() -> ExponentialBackoff {
     retry
 }
 
-/// The HTTP client of one remote server: the one rmcp's `from_config` would
-/// build (no idle connections kept, same-origin 307/308 redirects only), but
-/// built here so that a failure to set up TLS is an error naming the server
-/// rather than a panic in rmcp. TLS roots (the system's, or those
-/// `SSL_CERT_FILE` / `SSL_CERT_DIR` name) are loaded for `https` URLs only:
-/// an `http` server does not depend on them (redirects keep the origin).
+/// How long the HTTP client keeps an idle connection to a remote server:
+/// under the 5 s after which Node's and uvicorn's HTTP servers (those of
+/// MCP's TypeScript and Python SDKs) close one, so that a request never
+/// goes out on a connection the server is closing.
+pub const HTTP_IDLE: Duration = Duration::from_secs(4);
+
+/// The HTTP client of one remote server: rmcp's redirect rule (same-origin
+/// 307/308 only), built here so that a failure to set up TLS is an error
+/// naming the server rather than a panic in rmcp, and keeping idle
+/// connections for [`HTTP_IDLE`] (rmcp's own client keeps none, so every
+/// call would open TCP and, for `https`, a TLS session: two network round
+/// trips more per call). TLS roots (the system's, or those `SSL_CERT_FILE`
+/// / `SSL_CERT_DIR` name) are loaded for `https` URLs only: an `http`
+/// server does not depend on them (redirects keep the origin).
 fn http_client(url: &str) -> Result<reqwest::Client, String> {
     install_crypto_provider();
     let mut builder = reqwest::Client::builder()
-        .pool_max_idle_per_host(0)
+        .pool_idle_timeout(HTTP_IDLE)
         .redirect(same_origin_redirects());
     if !url.starts_with("https:") {
         builder = builder.tls_certs_only([]);

@@ -362,3 +362,27 @@ fn an_http_answer_over_the_size_limit_fails_that_call() {
     assert!(!text(&r).contains("did not answer"), "{r}");
     assert_eq!(text(&g.call("web__echo", json!({}))), "echo: {}");
 }
+
+/// A remote server's calls share connections: twenty calls in a row open
+/// a handful at most (the first, and the event stream a session may hold
+/// open), not one each, so that a call to a server across a network does
+/// not pay a TCP (and TLS) handshake.
+#[test]
+fn calls_to_an_http_server_reuse_its_connections() {
+    let web = HttpFixture::start("echo,connections", &[]);
+    let dir = temp_dir("http-reuse");
+    let (p, s) = files(&dir, "NoDefer(*)\n", &[("web", json!({"url": web.url}))]);
+    let mut g = Gateway::connect_files(&p, &s, "2025-11-25").holding(dir);
+    let count = |g: &mut Gateway| -> usize {
+        text(&g.call("web__connections", json!({})))
+            .parse()
+            .unwrap()
+    };
+    let before = count(&mut g);
+    for i in 0..20 {
+        let r = g.call("web__echo", json!({"text": i.to_string()}));
+        assert!(!is_error(&r), "{r}");
+    }
+    let opened = count(&mut g) - before;
+    assert!(opened <= 2, "twenty calls opened {opened} connections");
+}
