@@ -525,6 +525,19 @@ impl Child {
                 self.name(),
                 secs(timeout)
             )),
+            Ok(Err(ServiceError::TransportClosed)) => error_result(match self.spec.transport {
+                Transport::Stdio { .. } => format!(
+                    "server `{}` exited or closed its output during `{tool}`; it is started \
+                     again for the next call",
+                    self.name()
+                ),
+                Transport::Http { .. } => format!(
+                    "server `{}` ended the connection during `{tool}` (it went away, or sent a \
+                     message over the 16 MiB limit for one MCP message); it is reconnected for \
+                     the next call",
+                    self.name()
+                ),
+            }),
             Ok(Err(ServiceError::McpError(error))) => error_result(format!(
                 "server `{}` failed on `{tool}`: {} (JSON-RPC error {})",
                 self.name(),

@@ -204,7 +204,11 @@ fn a_child_that_crashes_is_named_and_restarted_on_demand() {
     assert!(g.wait_stderr("[fx] fixture up", 1));
     let r = g.call("fx__crash", json!({}));
     assert!(is_error(&r), "{r}");
-    assert!(text(&r).contains("server `fx`"), "{r}");
+    assert_eq!(
+        text(&r),
+        "server `fx` exited or closed its output during `crash`; it is started again for the \
+         next call"
+    );
     let last = g.call_until_answered("fx__echo", json!({}), "fx", DEADLINE);
     assert_eq!(text(&last), "echo: {}", "{}", g.stderr());
     assert!(g.wait_stderr("[fx] fixture up", 2));

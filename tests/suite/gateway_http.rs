@@ -359,7 +359,11 @@ fn an_http_answer_over_the_size_limit_fails_that_call() {
     assert!(is_error(&r), "{r}");
     // Refused when it arrives, not waited out: rmcp closes the session, and
     // the server is reconnected for the next call.
-    assert!(!text(&r).contains("did not answer"), "{r}");
+    assert_eq!(
+        text(&r),
+        "server `web` ended the connection during `huge` (it went away, or sent a message over \
+         the 16 MiB limit for one MCP message); it is reconnected for the next call"
+    );
     assert_eq!(text(&g.call("web__echo", json!({}))), "echo: {}");
 }
 
