@@ -100,3 +100,49 @@ async fn next_hangup(h: &mut Hangup) {
     let _ = h;
     std::future::pending::<()>().await
 }
+
+/// SIGTERM and SIGINT, caught from when [`Termination::catch`] is called, so
+/// that the gateway stops its servers (as MCP asks) before it exits rather
+/// than leaving one that ignores its closed input running.
+pub struct Termination {
+    #[cfg(unix)]
+    signals: Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>,
+}
+
+impl Termination {
+    /// Starts catching SIGTERM and SIGINT (Ctrl-C elsewhere).
+    pub fn catch() -> Termination {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let signals = signal(SignalKind::terminate())
+                .and_then(|term| Ok((term, signal(SignalKind::interrupt())?)))
+                .ok();
+            Termination { signals }
+        }
+        #[cfg(not(unix))]
+        Termination {}
+    }
+
+    /// Waits for the first of them and names it; never, when they could not
+    /// be caught.
+    pub async fn wait(&mut self) -> &'static str {
+        #[cfg(unix)]
+        {
+            let Some((term, int)) = &mut self.signals else {
+                return std::future::pending().await;
+            };
+            tokio::select! {
+                _ = term.recv() => "SIGTERM",
+                _ = int.recv() => "SIGINT",
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            match tokio::signal::ctrl_c().await {
+                Ok(()) => "Ctrl-C",
+                Err(_) => std::future::pending().await,
+            }
+        }
+    }
+}

@@ -473,22 +473,28 @@ fn running(pid: &str) -> bool {
     })
 }
 
-/// When its client goes, the gateway shuts each local server down as MCP
-/// asks: its input closed, then `SIGTERM` for one that stays up, then
-/// `SIGKILL` for one that ignores that too; no server outlives it.
+/// Three local servers: one that exits when its input closes, one that
+/// stays up until `SIGTERM`, one that ignores `SIGTERM` too.
 #[cfg(target_os = "linux")]
-#[test]
-fn children_are_shut_down_when_the_client_goes() {
-    let dir = temp_dir("shutdown");
-    let (p, s) = files(
-        &dir,
+fn lingering_servers(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    files(
+        dir,
         "NoDefer(*)\n",
         &[
             ("quits", fixture("pid", &[])),
             ("term", fixture("pid", &[("FIXTURE_LINGER", "term")])),
             ("kill", fixture("pid", &[("FIXTURE_LINGER", "kill")])),
         ],
-    );
+    )
+}
+
+/// Stops the gateway with `stop`, then checks that it stopped each server
+/// as MCP asks: its input closed, then `SIGTERM` for one that stays up,
+/// then `SIGKILL` for one that ignores that too; no server outlives it.
+#[cfg(target_os = "linux")]
+fn assert_servers_shut_down(tag: &str, stop: impl FnOnce(&mut Gateway)) -> String {
+    let dir = temp_dir(tag);
+    let (p, s) = lingering_servers(&dir);
     let mut g = Gateway::connect_files(&p, &s, "2025-11-25");
     let pids: Vec<String> = ["quits", "term", "kill"]
         .iter()
@@ -496,7 +502,8 @@ fn children_are_shut_down_when_the_client_goes() {
         .collect();
     assert!(pids.iter().all(|pid| running(pid)), "{pids:?}");
     let t0 = std::time::Instant::now();
-    assert_eq!(g.finish(), Some(0), "{}", g.stderr());
+    stop(&mut g);
+    assert_eq!(g.wait_exit(), Some(0), "{}", g.stderr());
     eprintln!(
         "the gateway stopped its three servers in {:?}",
         t0.elapsed()
@@ -516,8 +523,78 @@ fn children_are_shut_down_when_the_client_goes() {
         stderr.contains("[kill] fixture: ignoring SIGTERM"),
         "{stderr}"
     );
+    stderr
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn children_are_shut_down_when_the_client_goes() {
+    assert_servers_shut_down("shutdown-eof", Gateway::close_input);
+}
+
+/// A client that stops the gateway with `SIGTERM` (as MCP's shutdown asks
+/// of it after closing its input) or a user's Ctrl-C (`SIGINT`) has it
+/// stop its servers the same way before it exits.
+#[cfg(target_os = "linux")]
+#[test]
+fn children_are_shut_down_when_the_gateway_is_terminated() {
+    for signal in ["TERM", "INT"] {
+        let stderr = assert_servers_shut_down("shutdown-signal", |g| {
+            let pid = g.pid().unwrap().to_string();
+            let status = std::process::Command::new("kill")
+                .args([&format!("-{signal}"), &pid])
+                .status()
+                .unwrap();
+            assert!(status.success());
+        });
+        assert!(
+            stderr.contains(&format!(
+                "note: SIG{signal}: stopping the servers (a second signal kills them)"
+            )),
+            "{stderr}"
+        );
+    }
+}
+
+/// A second signal while the servers are being stopped kills those still
+/// running at once: a user who presses Ctrl-C twice does not wait.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_second_signal_kills_the_servers_still_running() {
+    let dir = temp_dir("shutdown-twice");
+    let (p, s) = lingering_servers(&dir);
+    let mut g = Gateway::connect_files(&p, &s, "2025-11-25");
+    let pids: Vec<String> = ["quits", "term", "kill"]
+        .iter()
+        .map(|server| text(&g.call(&format!("{server}__pid"), json!({}))))
+        .collect();
+    let pid = g.pid().unwrap().to_string();
+    let signal = |g: &Gateway, signal: &str| {
+        let status = std::process::Command::new("kill")
+            .args([signal, &pid])
+            .status()
+            .unwrap();
+        assert!(status.success(), "{}", g.stderr());
+    };
+    signal(&g, "-INT");
     assert!(
-        !stderr.contains("[quits] fixture: input closed"),
+        g.wait_stderr("[kill] fixture: input closed, staying up", 1),
+        "{}",
+        g.stderr()
+    );
+    signal(&g, "-INT");
+    assert_eq!(g.wait_exit(), Some(0), "{}", g.stderr());
+    let stderr = g.stderr();
+    assert!(
+        stderr.contains("note: SIGINT: killing the servers"),
         "{stderr}"
     );
+    // Killed before their three seconds to exit had run out.
+    assert!(!stderr.contains("fixture: stopping on SIGTERM"), "{stderr}");
+    for (server, pid) in ["quits", "term", "kill"].iter().zip(&pids) {
+        assert!(
+            !running(pid),
+            "server `{server}` ({pid}) outlived the gateway"
+        );
+    }
 }

@@ -307,7 +307,17 @@ impl Gateway {
 
     /// Closes standard input and waits for the exit code.
     pub fn finish(&mut self) -> Option<i32> {
+        self.close_input();
+        self.wait_exit()
+    }
+
+    /// Closes standard input, as a client that goes does.
+    pub fn close_input(&mut self) {
         drop(self.stdin.take());
+    }
+
+    /// Waits, bounded, for the exit code.
+    pub fn wait_exit(&mut self) -> Option<i32> {
         let until = Instant::now() + DEADLINE;
         while Instant::now() < until {
             if let Ok(Some(status)) = self.child.try_wait() {

@@ -116,13 +116,17 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         .enable_all()
         .build()
         .map_err(|e| CliError::Usage(format!("cannot start the async runtime: {e}")))?;
-    runtime.block_on(serve(
+    let served = runtime.block_on(serve(
         options,
         policy,
         servers.servers,
         args.dry_run,
         args.format,
-    ))
+    ));
+    // Stopped by a signal, the gateway may still be reading its input on a
+    // blocking thread, which dropping the runtime would wait for.
+    runtime.shutdown_background();
+    served
 }
 
 async fn serve(
@@ -153,6 +157,7 @@ async fn serve(
             ExitCode::SUCCESS
         });
     }
+    let mut termination = gateway::reload::Termination::catch();
     tokio::spawn(Arc::clone(&gw).follow(events));
     tokio::spawn(gateway::reload::watch(Arc::clone(&gw), hangup));
     let connection =
@@ -165,7 +170,19 @@ async fn serve(
         Arc::clone(&gw),
         running.peer().clone(),
     ));
-    let _ = running.waiting().await;
-    gw.stop().await;
+    let signalled = tokio::select! {
+        _ = running.waiting() => None,
+        signal = termination.wait() => Some(signal),
+    };
+    if let Some(signal) = signalled {
+        eprintln!("note: {signal}: stopping the servers (a second signal kills them)");
+    }
+    // The servers are stopped as MCP asks, which takes a few seconds for
+    // one that stays up; a signal meanwhile ends the wait, and the
+    // processes still running are killed as the runtime drops them.
+    tokio::select! {
+        _ = gw.stop() => {}
+        signal = termination.wait() => eprintln!("note: {signal}: killing the servers"),
+    }
     Ok(ExitCode::SUCCESS)
 }
