@@ -8,7 +8,8 @@
 //!   `structuredContent`, `change` adds a tool `added` and sends
 //!   `notifications/tools/list_changed`, `pid` answers its process id,
 //!   `connections` answers how many TCP connections it has accepted (over
-//!   HTTP), `flood` first writes a line of `FIXTURE_FLOOD_MIB` MiB (default 64) of
+//!   HTTP), `storm` sends `notifications/tools/list_changed` 1,000 times in a
+//!   row and `lists` answers how many `tools/list` requests it has had, `flood` first writes a line of `FIXTURE_FLOOD_MIB` MiB (default 64) of
 //!   bytes that are not JSON to standard output and then answers, `huge`
 //!   answers with a text of that size; any other echoes its arguments.
 //! - `FIXTURE_EXIT_AT_START=1`: exit with status 1 before speaking.
@@ -45,6 +46,9 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::json;
+
+/// `tools/list` requests answered, for the `lists` tool.
+static LISTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// TCP connections accepted over HTTP, for the `connections` tool.
 static CONNECTIONS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -107,6 +111,7 @@ impl ServerHandler for Fixture {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        LISTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let names = self.tools.lock().map(|t| t.clone()).unwrap_or_default();
         Ok(ListToolsResult::with_all_items(
             names.iter().map(|n| tool(n)).collect(),
@@ -152,6 +157,15 @@ impl ServerHandler for Fixture {
                 CallToolResult::success(text("change: added a tool".into()))
             }
             "pid" => CallToolResult::success(text(std::process::id().to_string())),
+            "storm" => {
+                for _ in 0..1000 {
+                    let _ = context.peer.notify_tool_list_changed().await;
+                }
+                CallToolResult::success(text("storm: sent 1000".into()))
+            }
+            "lists" => CallToolResult::success(text(
+                LISTS.load(std::sync::atomic::Ordering::Relaxed).to_string(),
+            )),
             "connections" => CallToolResult::success(text(
                 CONNECTIONS
                     .load(std::sync::atomic::Ordering::Relaxed)

@@ -33,6 +33,10 @@ use catalog::Route;
 use child::{Child, Event};
 use servers::ServerSpec;
 
+/// The least time between two listings of the servers' tools after their
+/// `tools/list_changed` (see [`Gateway::follow`]).
+pub const RELIST_PAUSE: Duration = Duration::from_millis(100);
+
 /// How a connection hands the model the tools a search activates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Exposure {
@@ -179,10 +183,22 @@ impl Gateway {
         }
     }
 
-    /// Follows the children's events until every sender is gone.
+    /// Follows the children's events until every sender is gone. A change
+    /// is answered at once; the events that arrive while it is listed, and
+    /// for [`RELIST_PAUSE`] after, are answered together, each child listed
+    /// once: a server that announces a change a thousand times in a row is
+    /// listed a few times, not a thousand.
     pub async fn follow(self: Arc<Self>, mut events: mpsc::UnboundedReceiver<Event>) {
+        let mut due = std::collections::BTreeSet::new();
         while let Some(Event::ToolsChanged(i)) = events.recv().await {
-            self.relist(i).await;
+            due.insert(i);
+            while let Ok(Event::ToolsChanged(i)) = events.try_recv() {
+                due.insert(i);
+            }
+            while let Some(i) = due.pop_first() {
+                self.relist(i).await;
+            }
+            tokio::time::sleep(RELIST_PAUSE).await;
         }
     }
 

@@ -598,3 +598,37 @@ fn a_second_signal_kills_the_servers_still_running() {
         );
     }
 }
+
+/// A server that announces `tools/list_changed` a thousand times in a row
+/// (a bug, or a server nobody here controls) is listed again a few times,
+/// not a thousand: the announcements that arrive while one listing runs
+/// are answered by the next one.
+#[test]
+fn a_storm_of_list_changes_is_answered_by_a_few_listings() {
+    let dir = temp_dir("storm");
+    let (p, s) = files(
+        &dir,
+        "NoDefer(*)\n",
+        &[("fx", fixture("echo,storm,lists", &[]))],
+    );
+    let mut g = Gateway::connect_files(&p, &s, "2025-11-25").holding(dir);
+    let lists =
+        |g: &mut Gateway| -> usize { text(&g.call("fx__lists", json!({}))).parse().unwrap() };
+    let before = lists(&mut g);
+    assert_eq!(text(&g.call("fx__storm", json!({}))), "storm: sent 1000");
+    // Settled: no listing for half a second.
+    let until = Instant::now() + DEADLINE;
+    let mut last = lists(&mut g);
+    loop {
+        std::thread::sleep(Duration::from_millis(500));
+        let now = lists(&mut g);
+        if now == last || Instant::now() > until {
+            break;
+        }
+        last = now;
+    }
+    let listings = last - before;
+    eprintln!("1,000 announcements, {listings} listings");
+    assert!((1..=20).contains(&listings), "{listings} listings");
+    assert_eq!(text(&g.call("fx__echo", json!({}))), "echo: {}");
+}
