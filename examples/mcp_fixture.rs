@@ -12,6 +12,9 @@
 //!   row and `lists` answers how many `tools/list` requests it has had, `flood` first writes a line of `FIXTURE_FLOOD_MIB` MiB (default 64) of
 //!   bytes that are not JSON to standard output and then answers, `huge`
 //!   answers with a text of that size; any other echoes its arguments.
+//! - `FIXTURE_EXTRA_TOOLS=N`: N more tools, `extra_0` to `extra_{N-1}`, after
+//!   those named; `FIXTURE_PAGE_SIZE=K`: the list in pages of K tools;
+//!   `FIXTURE_PAGES_CIRCLE=1`: every page's next cursor leads back to the first.
 //! - `FIXTURE_EXIT_AT_START=1`: exit with status 1 before speaking.
 //! - `FIXTURE_HANG_AT_START=1`: never speak.
 //! - `FIXTURE_VERSIONS`: comma-separated protocol versions it supports.
@@ -53,6 +56,17 @@ static LISTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::n
 /// TCP connections accepted over HTTP, for the `connections` tool.
 static CONNECTIONS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
+/// How the fixture pages its tool list.
+#[derive(Clone, Copy)]
+struct Pages {
+    /// Tools per page (all in one page when `None`).
+    size: Option<usize>,
+    /// Every page points back to the first.
+    circle: bool,
+    /// Tools `extra_0`, `extra_1`, ... after the named ones.
+    extra: usize,
+}
+
 #[derive(Clone)]
 struct Fixture {
     tools: Arc<Mutex<Vec<String>>>,
@@ -60,6 +74,7 @@ struct Fixture {
     slow: Duration,
     legacy: bool,
     flood_mib: usize,
+    pages: Pages,
 }
 
 fn tool(name: &str) -> Tool {
@@ -108,14 +123,31 @@ impl ServerHandler for Fixture {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         LISTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let names = self.tools.lock().map(|t| t.clone()).unwrap_or_default();
-        Ok(ListToolsResult::with_all_items(
-            names.iter().map(|n| tool(n)).collect(),
-        ))
+        let mut names = self.tools.lock().map(|t| t.clone()).unwrap_or_default();
+        names.extend((0..self.pages.extra).map(|i| format!("extra_{i}")));
+        let Some(size) = self.pages.size else {
+            return Ok(ListToolsResult::with_all_items(
+                names.iter().map(|n| tool(n)).collect(),
+            ));
+        };
+        // Pages of `size` tools; the cursor is the index of the next one.
+        let start: usize = request
+            .and_then(|r| r.cursor)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0)
+            .min(names.len());
+        let end = (start + size).min(names.len());
+        let mut page =
+            ListToolsResult::with_all_items(names[start..end].iter().map(|n| tool(n)).collect());
+        page.next_cursor = match self.pages.circle {
+            true => Some("0".into()),
+            false => (end < names.len()).then(|| end.to_string()),
+        };
+        Ok(page)
     }
 
     async fn call_tool(
@@ -234,6 +266,16 @@ async fn main() {
             .ok()
             .and_then(|s| s.parse().ok())
             .unwrap_or(64),
+        pages: Pages {
+            size: std::env::var("FIXTURE_PAGE_SIZE")
+                .ok()
+                .and_then(|s| s.parse().ok()),
+            circle: std::env::var("FIXTURE_PAGES_CIRCLE").as_deref() == Ok("1"),
+            extra: std::env::var("FIXTURE_EXTRA_TOOLS")
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0),
+        },
     };
     if std::env::var("FIXTURE_HTTP").as_deref() == Ok("1") {
         serve_http(fixture).await;

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ContentBlock,
-    Implementation, JsonObject, ProtocolVersion,
+    Implementation, JsonObject, PaginatedRequestParams, ProtocolVersion,
 };
 use rmcp::service::{
     ClientInitializeError, ClientLifecycleMode, ClientServiceExt, NotificationContext, Peer,
@@ -137,6 +137,21 @@ fn install_crypto_provider() {
     INSTALLED.call_once(|| {
         let _ = rustls::crypto::ring::default_provider().install_default();
     });
+}
+
+/// The most tools the gateway takes from one server: the size of the
+/// engine's largest benchmark registry, for all servers together.
+pub const MAX_TOOLS: usize = 10_000;
+/// The most pages of tools the gateway asks one server for.
+pub const MAX_PAGES: usize = 1_000;
+
+/// A server's pagination cursor in a message: quoted, and cut short.
+fn shown_cursor(cursor: &str) -> String {
+    const SHOWN: usize = 40;
+    match cursor.char_indices().nth(SHOWN) {
+        Some((cut, _)) => format!("{:?}…", &cursor[..cut]),
+        None => format!("{cursor:?}"),
+    }
 }
 
 /// First wait before a restart; doubled after each failure up to [`BACKOFF_CAP`].
@@ -399,16 +414,10 @@ impl Child {
                     Failure::Other(text)
                 }
             })?;
-            let tools = service.peer().list_all_tools().await.map_err(|e| {
-                Failure::Other(format!(
-                    "server `{name}` did not list its tools: {}",
-                    self.error_text(&e)
-                ))
-            })?;
-            let tools = tools
-                .iter()
-                .filter_map(|t| serde_json::to_value(t).ok())
-                .collect::<Vec<_>>();
+            let tools = self
+                .list_all(service.peer())
+                .await
+                .map_err(Failure::Other)?;
             Ok::<_, Failure>((service, tools))
         };
         tokio::time::timeout(self.start_timeout, started)
@@ -424,20 +433,54 @@ impl Child {
     /// Re-lists a running child's tools (after its `tools/list_changed`).
     pub async fn list_tools(&self) -> Result<Vec<Value>, String> {
         let peer = self.peer().await?;
-        let tools = tokio::time::timeout(self.start_timeout, peer.list_all_tools())
+        tokio::time::timeout(self.start_timeout, self.list_all(&peer))
             .await
             .map_err(|_| format!("server `{}` did not list its tools in time", self.name()))?
-            .map_err(|e| {
-                format!(
-                    "server `{}` did not list its tools: {}",
-                    self.name(),
-                    self.error_text(&e)
-                )
-            })?;
-        Ok(tools
-            .iter()
-            .filter_map(|t| serde_json::to_value(t).ok())
-            .collect())
+    }
+
+    /// Every page of a server's tools, as rmcp's `list_all_tools` but
+    /// bounded: a server whose pages go round in a circle (a cursor it sent
+    /// before), or that sends more than [`MAX_PAGES`] pages or
+    /// [`MAX_TOOLS`] tools, is an error saying so rather than a listing that
+    /// grows until the start timeout.
+    async fn list_all(&self, peer: &Peer<RoleClient>) -> Result<Vec<Value>, String> {
+        use std::hash::{BuildHasher, RandomState};
+
+        let failed =
+            |why: String| format!("server `{}` did not list its tools: {why}", self.name());
+        let mut tools = Vec::new();
+        // Cursors are the server's text, of any length: kept as hashes.
+        let hasher = RandomState::new();
+        let mut seen = std::collections::HashSet::new();
+        let mut cursor = None;
+        for _ in 0..MAX_PAGES {
+            let params = PaginatedRequestParams::default().with_cursor(cursor.take());
+            let page = peer
+                .list_tools(Some(params))
+                .await
+                .map_err(|e| failed(self.error_text(&e)))?;
+            if tools.len() + page.tools.len() > MAX_TOOLS {
+                return Err(failed(format!(
+                    "it has more than {MAX_TOOLS} tools, the most the gateway takes from one server"
+                )));
+            }
+            tools.extend(
+                page.tools
+                    .iter()
+                    .filter_map(|t| serde_json::to_value(t).ok()),
+            );
+            let Some(next) = page.next_cursor else {
+                return Ok(tools);
+            };
+            if !seen.insert(hasher.hash_one(&next)) {
+                return Err(failed(format!(
+                    "it sent the cursor {} a second time, so its pages go round in a circle",
+                    shown_cursor(&next)
+                )));
+            }
+            cursor = Some(next);
+        }
+        Err(failed(format!("it sent more than {MAX_PAGES} pages")))
     }
 
     /// Restarts a child that failed or died once its back-off has run out;

@@ -632,3 +632,69 @@ fn a_storm_of_list_changes_is_answered_by_a_few_listings() {
     assert!((1..=20).contains(&listings), "{listings} listings");
     assert_eq!(text(&g.call("fx__echo", json!({}))), "echo: {}");
 }
+
+/// A server's tools are listed page by page, and a listing that cannot end
+/// is cut short with a message that says why: pages that go round in a
+/// circle, or more tools than the gateway takes from one server. Either
+/// fails that server's start at once, not at the start timeout, and leaves
+/// the other servers served.
+#[test]
+fn pages_of_tools_are_followed_and_endless_listings_refused() {
+    let dir = temp_dir("pages");
+    let (p, s) = files(
+        &dir,
+        "NoDefer(*)\n",
+        &[
+            (
+                "paged",
+                fixture(
+                    "echo",
+                    &[("FIXTURE_EXTRA_TOOLS", "4"), ("FIXTURE_PAGE_SIZE", "2")],
+                ),
+            ),
+            (
+                "circle",
+                fixture(
+                    "echo",
+                    &[("FIXTURE_PAGE_SIZE", "1"), ("FIXTURE_PAGES_CIRCLE", "1")],
+                ),
+            ),
+            ("many", fixture("echo", &[("FIXTURE_EXTRA_TOOLS", "10000")])),
+        ],
+    );
+    let t0 = Instant::now();
+    let mut g = Gateway::connect_files(&p, &s, "2025-11-25").holding(dir);
+    let listed = g.list();
+    assert!(t0.elapsed() < Duration::from_secs(30), "{:?}", t0.elapsed());
+    let paged: Vec<_> = listed.iter().filter(|n| n.starts_with("paged__")).collect();
+    assert_eq!(
+        paged,
+        [
+            "paged__echo",
+            "paged__extra_0",
+            "paged__extra_1",
+            "paged__extra_2",
+            "paged__extra_3"
+        ]
+    );
+    assert!(
+        !listed
+            .iter()
+            .any(|n| n.starts_with("circle__") || n.starts_with("many__"))
+    );
+    let err = g.stderr();
+    assert!(
+        err.contains(
+            "error: server `circle` did not list its tools: it sent the cursor \"0\" a second \
+             time, so its pages go round in a circle"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "error: server `many` did not list its tools: it has more than 10000 tools, the \
+             most the gateway takes from one server"
+        ),
+        "{err}"
+    );
+}
