@@ -8,7 +8,7 @@
 //!   `structuredContent`, `change` adds a tool `added` and sends
 //!   `notifications/tools/list_changed`, `pid` answers its process id,
 //!   `connections` answers how many TCP connections it has accepted (over
-//!   HTTP), `storm` sends `notifications/tools/list_changed` 1,000 times in a
+//!   HTTP), `chatter` writes 4 MiB to standard error, `storm` sends `notifications/tools/list_changed` 1,000 times in a
 //!   row and `lists` answers how many `tools/list` requests it has had, `flood` first writes a line of `FIXTURE_FLOOD_MIB` MiB (default 64) of
 //!   bytes that are not JSON to standard output and then answers, `huge`
 //!   answers with a text of that size; any other echoes its arguments.
@@ -189,6 +189,14 @@ impl ServerHandler for Fixture {
                 CallToolResult::success(text("change: added a tool".into()))
             }
             "pid" => CallToolResult::success(text(std::process::id().to_string())),
+            "chatter" => {
+                // 4 MiB of standard error, a line of 1 KiB at a time.
+                let line = "c".repeat(1023);
+                for _ in 0..4096 {
+                    eprintln!("{line}");
+                }
+                CallToolResult::success(text("chatter: done".into()))
+            }
             "storm" => {
                 for _ in 0..1000 {
                     let _ = context.peer.notify_tool_list_changed().await;

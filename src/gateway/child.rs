@@ -6,7 +6,6 @@
 //! names the server; nothing here panics or prints to standard output.
 
 use std::collections::HashMap;
-use std::io::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -522,16 +521,16 @@ impl Child {
         }
         let remote = matches!(self.spec.transport, Transport::Http { .. });
         if remote {
-            eprintln!("note: reconnecting to server `{}`", self.name());
+            log!("note: reconnecting to server `{}`", self.name());
         } else {
-            eprintln!("note: restarting server `{}`", self.name());
+            log!("note: restarting server `{}`", self.name());
         }
         if let Err(e) = self.start_locked(&mut state).await {
-            eprintln!("error: {e}");
+            log!("error: {e}");
             return Err(e);
         }
         let done = if remote { "reconnected" } else { "restarted" };
-        eprintln!("note: server `{}` {done}", self.name());
+        log!("note: server `{}` {done}", self.name());
         let _ = self.events.send(Event::ToolsChanged(self.index));
         match &*state {
             State::Up(service) => Ok(service.peer().clone()),
@@ -638,7 +637,7 @@ impl Child {
 
     /// [`Child::exited`], saying `what` happened.
     fn down_because(&self, what: &str) -> State {
-        eprintln!("warning: server `{}` {what}", self.name());
+        log!("warning: server `{}` {what}", self.name());
         State::Down {
             error: format!("server `{}` {what}", self.name()),
             failures: 1,
@@ -922,8 +921,7 @@ async fn copy_stderr(name: String, stderr: tokio::process::ChildStderr) {
             Ok(_) => {
                 let text = String::from_utf8_lossy(&line);
                 let text = text.trim_end_matches(['\n', '\r']);
-                let mut err = std::io::stderr().lock();
-                let _ = writeln!(err, "[{name}] {text}");
+                log!("[{name}] {text}");
             }
         }
     }

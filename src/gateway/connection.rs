@@ -73,7 +73,7 @@ impl Connection {
         match self.gateway.options.exposure {
             Exposure::ListChanged if !notifies(version) => {
                 if !self.fell_back.swap(true, Ordering::Relaxed) {
-                    eprintln!(
+                    log!(
                         "note: the client speaks protocol {}, where the tool list may not change \
                          as a side effect of requests: serving `call` exposure (activated tools \
                          are reached through `{}`)",
@@ -265,7 +265,7 @@ fn to_mcp_list(tools: &[std::borrow::Cow<'_, Tool>]) -> Vec<McpTool> {
         .filter_map(|t| match serde_json::from_value(catalog::to_mcp(t)) {
             Ok(tool) => Some(tool),
             Err(e) => {
-                eprintln!("warning: tool `{}` left out of the list: {e}", t.name);
+                log!("warning: tool `{}` left out of the list: {e}", t.name);
                 None
             }
         })

@@ -10,10 +10,19 @@
 //! calls and back. It is the only place tokio and rmcp are used, behind the
 //! `gateway` feature.
 
+/// `eprintln!` while the gateway serves: queued for a thread of its own, so
+/// that a standard error nobody reads never stops the gateway (see [`log`]).
+macro_rules! log {
+    ($($arg:tt)*) => {
+        $crate::gateway::log::line(format!($($arg)*))
+    };
+}
+
 pub mod catalog;
 pub mod child;
 pub mod connection;
 pub mod dry_run;
+pub mod log;
 pub mod reload;
 pub mod servers;
 pub mod stdio;
@@ -139,10 +148,10 @@ impl Gateway {
         );
         drop(tools);
         for w in &built.warnings {
-            eprintln!("warning: {w}");
+            log!("warning: {w}");
         }
         for w in built.registry.warnings() {
-            eprintln!("warning: {w}");
+            log!("warning: {w}");
         }
         self.engine.set_registry(built.registry);
         *self.routes.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(built.routes);
@@ -179,7 +188,7 @@ impl Gateway {
                 }
                 self.rebuild();
             }
-            Err(e) => eprintln!("warning: {e}"),
+            Err(e) => log!("warning: {e}"),
         }
     }
 

@@ -27,15 +27,16 @@ pub fn reload(gateway: &Gateway) -> bool {
     let bytes = match crate::input::read(path) {
         Ok(b) => b,
         Err(e) => {
-            eprintln!("error: cannot read `{shown}`: {e}; keeping the last good policy");
+            log!("error: cannot read `{shown}`: {e}; keeping the last good policy");
             return false;
         }
     };
     let policy = match Policy::from_bytes(shown.clone(), &bytes) {
         Ok(p) => p,
         Err(e) => {
-            eprint!("{}", crate::render::plain(&e.source, &e.diagnostics));
-            eprintln!("error: `{shown}` has errors; keeping the last good policy");
+            let shown_errors = crate::render::plain(&e.source, &e.diagnostics);
+            log!("{}", shown_errors.trim_end_matches('\n'));
+            log!("error: `{shown}` has errors; keeping the last good policy");
             return false;
         }
     };
@@ -44,10 +45,10 @@ pub fn reload(gateway: &Gateway) -> bool {
     engine.set_policy(policy);
     if let Err(e) = engine.session(gateway.options.context.clone()) {
         engine.set_policy(old);
-        eprintln!("error: `{shown}`: {e}; keeping the last good policy");
+        log!("error: `{shown}`: {e}; keeping the last good policy");
         return false;
     }
-    eprintln!("note: reloaded `{shown}`");
+    log!("note: reloaded `{shown}`");
     gateway.bump();
     true
 }

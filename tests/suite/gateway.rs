@@ -698,3 +698,42 @@ fn pages_of_tools_are_followed_and_endless_listings_refused() {
         "{err}"
     );
 }
+
+/// A client that pipes the gateway's standard error and stops reading it
+/// does not stop the gateway: while the pipe is full, what its servers
+/// write there is dropped and counted, calls are answered, and once the
+/// client reads again it is told how many lines it missed.
+#[test]
+fn a_standard_error_nobody_reads_does_not_stop_the_gateway() {
+    let dir = temp_dir("stderr-full");
+    let (p, s) = files(
+        &dir,
+        "NoDefer(*)\n",
+        &[("fx", fixture("echo,chatter", &[]))],
+    );
+    let mut g = Gateway::connect_files(&p, &s, "2025-11-25").holding(dir);
+    assert!(g.wait_stderr("note: server `fx` started", 1));
+    g.pause_stderr(true);
+    // 4 MiB for a pipe of 64 KiB, twice, and calls answered meanwhile.
+    for _ in 0..2 {
+        assert_eq!(text(&g.call("fx__chatter", json!({}))), "chatter: done");
+        assert_eq!(text(&g.call("fx__echo", json!({}))), "echo: {}");
+    }
+    g.pause_stderr(false);
+    assert!(
+        g.wait_stderr(
+            "lines of standard error were dropped: nobody read them in time",
+            1
+        ),
+        "{}",
+        g.stderr()
+            .lines()
+            .filter(|l| !l.starts_with("[fx] ccc"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    assert_eq!(
+        text(&g.call("fx__echo", json!({"n": 1}))),
+        "echo: {\"n\":1}"
+    );
+}

@@ -99,6 +99,9 @@ pub struct Gateway {
     stdin: Option<ChildStdin>,
     lines: Receiver<String>,
     stderr: Arc<Mutex<String>>,
+    /// While set, the gateway's standard error is not read, as by a client
+    /// that pipes it and never reads it.
+    stderr_paused: Arc<std::sync::atomic::AtomicBool>,
     /// Notifications received while waiting for responses.
     pub notifications: Vec<Value>,
     next_id: u64,
@@ -133,12 +136,23 @@ impl Gateway {
         });
         let stderr = Arc::new(Mutex::new(String::new()));
         let sink = Arc::clone(&stderr);
+        let stderr_paused = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let paused = Arc::clone(&stderr_paused);
         let err = child.stderr.take().unwrap();
         std::thread::spawn(move || {
-            for line in BufReader::new(err).lines() {
-                let Ok(line) = line else { break };
+            let mut reader = BufReader::new(err);
+            let mut line = String::new();
+            loop {
+                while paused.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                line.clear();
+                match reader.read_line(&mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
                 let mut s = sink.lock().unwrap();
-                s.push_str(&line);
+                s.push_str(line.trim_end_matches('\n'));
                 s.push('\n');
             }
         });
@@ -147,6 +161,7 @@ impl Gateway {
             child,
             lines,
             stderr,
+            stderr_paused,
             notifications: Vec::new(),
             next_id: 1,
             dir: None,
@@ -309,6 +324,11 @@ impl Gateway {
     pub fn finish(&mut self) -> Option<i32> {
         self.close_input();
         self.wait_exit()
+    }
+
+    /// Stops or resumes reading the gateway's standard error.
+    pub fn pause_stderr(&self, paused: bool) {
+        self.stderr_paused.store(paused, Ordering::Relaxed);
     }
 
     /// Closes standard input, as a client that goes does.

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use clap::ValueEnum;
 use rmcp::ServiceExt as _;
-use toolpolicy::gateway::{self, Exposure, Gateway, Options, connection::Connection, dry_run};
+use toolpolicy::gateway::{self, Exposure, Gateway, Options, connection::Connection, dry_run, log};
 use toolpolicy::runtime::DEFAULT_CALL_TOOL;
 
 use crate::common::{self, CliError, Format};
@@ -123,6 +123,8 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         args.dry_run,
         args.format,
     ));
+    // The last notes, unless nobody reads them.
+    log::flush(Duration::from_secs(1));
     // Stopped by a signal, the gateway may still be reading its input on a
     // blocking thread, which dropping the runtime would wait for.
     runtime.shutdown_background();
@@ -140,8 +142,11 @@ async fn serve(
     let (gw, started, events) = Gateway::start(options, policy, servers).await;
     for (child, result) in gw.children.iter().zip(&started) {
         match result {
-            Ok(n) => eprintln!("note: server `{}` started with {n} tools", child.name()),
-            Err(e) => eprintln!("error: {e}"),
+            Ok(n) => log::line(format!(
+                "note: server `{}` started with {n} tools",
+                child.name()
+            )),
+            Err(e) => log::line(format!("error: {e}")),
         }
     }
     if dry_run {
@@ -175,14 +180,16 @@ async fn serve(
         signal = termination.wait() => Some(signal),
     };
     if let Some(signal) = signalled {
-        eprintln!("note: {signal}: stopping the servers (a second signal kills them)");
+        log::line(format!(
+            "note: {signal}: stopping the servers (a second signal kills them)"
+        ));
     }
     // The servers are stopped as MCP asks, which takes a few seconds for
     // one that stays up; a signal meanwhile ends the wait, and the
     // processes still running are killed as the runtime drops them.
     tokio::select! {
         _ = gw.stop() => {}
-        signal = termination.wait() => eprintln!("note: {signal}: killing the servers"),
+        signal = termination.wait() => log::line(format!("note: {signal}: killing the servers")),
     }
     Ok(ExitCode::SUCCESS)
 }
