@@ -3,15 +3,18 @@
 //!
 //! - `FIXTURE_TOOLS`: comma-separated tool names (default `echo`). What a
 //!   tool does follows from its name: `crash` exits the process, `hang`
-//!   never answers, `slow` answers after `FIXTURE_SLOW_MS` (default 200),
+//!   answers only when the call is cancelled, writing a line to standard
+//!   error then, `slow` answers after `FIXTURE_SLOW_MS` (default 200),
 //!   `fail` answers with an error result, `structured` answers with
 //!   `structuredContent`, `change` adds a tool `added` and sends
 //!   `notifications/tools/list_changed`, `pid` answers its process id,
 //!   `connections` answers how many TCP connections it has accepted (over
-//!   HTTP), `chatter` writes 4 MiB to standard error, `storm` sends `notifications/tools/list_changed` 1,000 times in a
-//!   row and `lists` answers how many `tools/list` requests it has had, `flood` first writes a line of `FIXTURE_FLOOD_MIB` MiB (default 64) of
-//!   bytes that are not JSON to standard output and then answers, `huge`
-//!   answers with a text of that size; any other echoes its arguments.
+//!   HTTP), `chatter` writes 4 MiB to standard error, `storm` sends
+//!   `notifications/tools/list_changed` 1,000 times in a row and `lists`
+//!   answers how many `tools/list` requests it has had, `flood` first writes
+//!   a line of `FIXTURE_FLOOD_MIB` MiB (default 64) of bytes that are not
+//!   JSON to standard output and then answers, `huge` answers with a text of
+//!   that size; any other echoes its arguments.
 //! - `FIXTURE_EXTRA_TOOLS=N`: N more tools, `extra_0` to `extra_{N-1}`, after
 //!   those named; `FIXTURE_PAGE_SIZE=K`: the list in pages of K tools;
 //!   `FIXTURE_PAGES_CIRCLE=1`: every page's next cursor leads back to the first.
@@ -168,7 +171,11 @@ impl ServerHandler for Fixture {
         let text = |s: String| vec![ContentBlock::text(s)];
         let result = match name.as_str() {
             "crash" => std::process::exit(3),
-            "hang" => std::future::pending().await,
+            "hang" => {
+                context.ct.cancelled().await;
+                eprintln!("fixture: the client cancelled `hang`");
+                CallToolResult::error(text("hang: cancelled".into()))
+            }
             "slow" => {
                 tokio::time::sleep(self.slow).await;
                 CallToolResult::success(text(format!("slow: {args}")))

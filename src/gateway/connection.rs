@@ -358,14 +358,24 @@ impl ServerHandler for Connection {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let version = context.protocol_version();
-        let result = self
-            .call(
-                &request.name,
-                request.arguments,
-                version.as_ref(),
-                &context.peer,
-            )
-            .await;
+        let call = self.call(
+            &request.name,
+            request.arguments,
+            version.as_ref(),
+            &context.peer,
+        );
+        // A call the client cancels is dropped, and the server it went to
+        // is told (rmcp cancels a request whose caller has gone).
+        let result = tokio::select! {
+            result = call => result,
+            _ = context.ct.cancelled() => {
+                return Err(McpError::new(
+                    rmcp::model::ErrorCode(-32800),
+                    "the client cancelled the call",
+                    None,
+                ));
+            }
+        };
         Ok(CallToolResponse::Complete(bridge(result, version.as_ref())))
     }
 }

@@ -737,3 +737,36 @@ fn a_standard_error_nobody_reads_does_not_stop_the_gateway() {
         "echo: {\"n\":1}"
     );
 }
+
+/// A call the client cancels (`notifications/cancelled`) is cancelled at
+/// the server it was forwarded to, at once, rather than left running until
+/// it answers or the call timeout ends it.
+#[test]
+fn a_call_the_client_cancels_is_cancelled_at_the_server() {
+    let mut g = gateway(
+        "cancel",
+        "NoDefer(*)\n",
+        &["--call-timeout", "300"],
+        "2025-11-25",
+    );
+    let id = 9001;
+    g.send(&json!({
+        "jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "fx__hang", "arguments": {}},
+    }));
+    // The call has reached the server when another call is answered after it.
+    assert_eq!(text(&g.call("fx__echo", json!({}))), "echo: {}");
+    g.notify(
+        "notifications/cancelled",
+        json!({"requestId": id, "reason": "the user pressed stop"}),
+    );
+    assert!(
+        g.wait_stderr("[fx] fixture: the client cancelled `hang`", 1),
+        "{}",
+        g.stderr()
+    );
+    assert_eq!(
+        text(&g.call("fx__echo", json!({"after": true}))),
+        "echo: {\"after\":true}"
+    );
+}
