@@ -17,7 +17,8 @@
 //!   that size; any other echoes its arguments.
 //! - `FIXTURE_EXTRA_TOOLS=N`: N more tools, `extra_0` to `extra_{N-1}`, after
 //!   those named; `FIXTURE_PAGE_SIZE=K`: the list in pages of K tools;
-//!   `FIXTURE_PAGES_CIRCLE=1`: every page's next cursor leads back to the first.
+//!   `FIXTURE_PAGES_CIRCLE=1`: every page's next cursor leads back to the first;
+//!   `FIXTURE_DESCRIPTION_KIB=K`: each description padded to K KiB.
 //! - `FIXTURE_EXIT_AT_START=1`: exit with status 1 before speaking.
 //! - `FIXTURE_HANG_AT_START=1`: never speak.
 //! - `FIXTURE_VERSIONS`: comma-separated protocol versions it supports.
@@ -86,9 +87,14 @@ fn tool(name: &str) -> Tool {
         serde_json::Value::Object(o) => o,
         _ => Default::default(),
     };
+    // `FIXTURE_DESCRIPTION_KIB` pads each description to that size.
+    let pad = std::env::var("FIXTURE_DESCRIPTION_KIB")
+        .ok()
+        .and_then(|k| k.parse::<usize>().ok())
+        .map_or(String::new(), |kib| " padding".repeat(kib * 128));
     Tool::new(
         name.to_string(),
-        format!("Tool {name} of the fixture. It does what its name says."),
+        format!("Tool {name} of the fixture. It does what its name says.{pad}"),
         Arc::new(schema),
     )
 }

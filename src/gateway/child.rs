@@ -143,6 +143,28 @@ fn install_crypto_provider() {
 pub const MAX_TOOLS: usize = 10_000;
 /// The most pages of tools the gateway asks one server for.
 pub const MAX_PAGES: usize = 1_000;
+/// The most bytes of tool definitions (as JSON) the gateway takes from one
+/// server: a page may be as large as a message (16 MiB), so pages alone do
+/// not bound it. The largest registry here, 160 Feishu tools described in
+/// Chinese, takes 0.4 MiB.
+pub const MAX_LISTED_BYTES: usize = 32 << 20;
+
+/// The length of `value` as JSON, counted without writing it out.
+fn json_len(value: &impl serde::Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
 
 /// A server's pagination cursor in a message: quoted, and cut short.
 fn shown_cursor(cursor: &str) -> String {
@@ -448,6 +470,7 @@ impl Child {
         let failed =
             |why: String| format!("server `{}` did not list its tools: {why}", self.name());
         let mut tools = Vec::new();
+        let mut bytes = 0usize;
         // Cursors are the server's text, of any length: kept as hashes.
         let hasher = RandomState::new();
         let mut seen = std::collections::HashSet::new();
@@ -463,11 +486,17 @@ impl Child {
                     "it has more than {MAX_TOOLS} tools, the most the gateway takes from one server"
                 )));
             }
-            tools.extend(
-                page.tools
-                    .iter()
-                    .filter_map(|t| serde_json::to_value(t).ok()),
-            );
+            for tool in &page.tools {
+                bytes += json_len(tool);
+                if bytes > MAX_LISTED_BYTES {
+                    return Err(failed(format!(
+                        "its tools take more than {} MiB, the most the gateway takes from one \
+                         server",
+                        MAX_LISTED_BYTES >> 20
+                    )));
+                }
+                tools.extend(serde_json::to_value(tool).ok());
+            }
             let Some(next) = page.next_cursor else {
                 return Ok(tools);
             };

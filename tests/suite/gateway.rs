@@ -635,7 +635,8 @@ fn a_storm_of_list_changes_is_answered_by_a_few_listings() {
 
 /// A server's tools are listed page by page, and a listing that cannot end
 /// is cut short with a message that says why: pages that go round in a
-/// circle, or more tools than the gateway takes from one server. Either
+/// circle, or more tools, or more bytes of them, than the gateway takes
+/// from one server. Either
 /// fails that server's start at once, not at the start timeout, and leaves
 /// the other servers served.
 #[test]
@@ -660,6 +661,18 @@ fn pages_of_tools_are_followed_and_endless_listings_refused() {
                 ),
             ),
             ("many", fixture("echo", &[("FIXTURE_EXTRA_TOOLS", "10000")])),
+            // 150 tools of 256 KiB, in pages of 40 (10 MiB each).
+            (
+                "large",
+                fixture(
+                    "echo",
+                    &[
+                        ("FIXTURE_EXTRA_TOOLS", "149"),
+                        ("FIXTURE_PAGE_SIZE", "40"),
+                        ("FIXTURE_DESCRIPTION_KIB", "256"),
+                    ],
+                ),
+            ),
         ],
     );
     let t0 = Instant::now();
@@ -677,10 +690,11 @@ fn pages_of_tools_are_followed_and_endless_listings_refused() {
             "paged__extra_3"
         ]
     );
+    let refused = ["circle__", "many__", "large__"];
     assert!(
         !listed
             .iter()
-            .any(|n| n.starts_with("circle__") || n.starts_with("many__"))
+            .any(|n| refused.iter().any(|r| n.starts_with(r)))
     );
     let err = g.stderr();
     assert!(
@@ -694,6 +708,13 @@ fn pages_of_tools_are_followed_and_endless_listings_refused() {
         err.contains(
             "error: server `many` did not list its tools: it has more than 10000 tools, the \
              most the gateway takes from one server"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "error: server `large` did not list its tools: its tools take more than 32 MiB, \
+             the most the gateway takes from one server"
         ),
         "{err}"
     );
