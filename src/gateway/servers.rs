@@ -307,20 +307,13 @@ fn server(
         )]);
     }
     let mut errors = Vec::new();
-    let command = match obj.get("command") {
-        Some(Value::String(c)) if !c.trim().is_empty() => c.clone(),
-        Some(Value::String(_)) => {
+    let command = match required_string(obj, "command", path, &mut errors) {
+        Some(c) if !c.trim().is_empty() => c.to_string(),
+        Some(_) => {
             errors.push(problem(format!("{path}.command"), "the command is empty"));
             String::new()
         }
-        Some(_) => {
-            errors.push(problem(format!("{path}.command"), "expected a string"));
-            String::new()
-        }
-        None => {
-            errors.push(problem(path, "missing `command`"));
-            String::new()
-        }
+        None => String::new(),
     };
     let args = match obj.get("args") {
         None => Vec::new(),
@@ -395,6 +388,27 @@ fn server(
     }))
 }
 
+/// The string an entry must give as `field`; `None`, with the problem in
+/// `errors`, when the field is missing or not a string.
+fn required_string<'a>(
+    obj: &'a serde_json::Map<String, Value>,
+    field: &str,
+    path: &str,
+    errors: &mut Vec<Problem>,
+) -> Option<&'a str> {
+    match obj.get(field) {
+        Some(Value::String(s)) => Some(s),
+        Some(_) => {
+            errors.push(problem(format!("{path}.{field}"), "expected a string"));
+            None
+        }
+        None => {
+            errors.push(problem(path, format!("missing `{field}`")));
+            None
+        }
+    }
+}
+
 /// A remote entry: `{url, headers?}`.
 fn remote_server(
     name: &str,
@@ -404,8 +418,8 @@ fn remote_server(
     warnings: &mut Vec<Problem>,
 ) -> Result<ServerSpec, Vec<Problem>> {
     let mut errors = Vec::new();
-    let url = match obj.get("url") {
-        Some(Value::String(u)) => match url_problem(u) {
+    let url = match required_string(obj, "url", path, &mut errors) {
+        Some(u) => match url_problem(u) {
             None => u.trim().to_string(),
             Some(why) => {
                 errors.push(problem(
@@ -415,14 +429,7 @@ fn remote_server(
                 String::new()
             }
         },
-        Some(_) => {
-            errors.push(problem(format!("{path}.url"), "expected a string"));
-            String::new()
-        }
-        None => {
-            errors.push(problem(path, "missing `url`"));
-            String::new()
-        }
+        None => String::new(),
     };
     let mut headers = Vec::new();
     match obj.get("headers") {
