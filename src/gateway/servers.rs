@@ -203,10 +203,9 @@ pub fn parse_with_env(
         }
     };
     for k in top.rest.keys() {
-        out.warnings.push(problem(
-            k.as_str(),
-            format!("unknown field `{}`, ignored", crate::chars::escape(k)),
-        ));
+        let k = crate::chars::escape(k);
+        out.warnings
+            .push(problem(k.as_ref(), format!("unknown field `{k}`, ignored")));
     }
     let mut seen = std::collections::HashSet::new();
     for (name, entry) in entries {
@@ -634,6 +633,22 @@ mod tests {
         assert!(errors(r#"{"mcpServers": {"a b": {"command": "x"}}}"#)[0].contains("characters"));
         let f = ok(r#"{"mcpServers": {"off": {"command": "x", "disabled": true, "timeout": 5}}}"#);
         assert!(f.servers.is_empty());
+    }
+
+    #[test]
+    fn warnings_show_control_characters_escaped() {
+        // Warnings are printed as they are: a key's escape sequence must show,
+        // not act, at the top level as in an entry.
+        let f =
+            ok(r#"{"mcpServers": {"a": {"command": "x", "\u001b[2J": 1}}, "\u001b]0;t\u0007": 1}"#);
+        let shown: Vec<String> = f.warnings.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            shown,
+            [
+                "`\\u{1b}]0;t\\u{7}`: unknown field `\\u{1b}]0;t\\u{7}`, ignored",
+                "`mcpServers.a.\\u{1b}[2J`: unknown field `\\u{1b}[2J`, ignored",
+            ]
+        );
     }
 
     fn http(f: &ServersFile, i: usize) -> (&str, &[(String, String)]) {
