@@ -307,6 +307,10 @@ fn server(
     }
     let mut errors = Vec::new();
     let command = match required_string(obj, "command", path, &mut errors) {
+        Some(c) if c.contains('\0') => {
+            errors.push(problem(format!("{path}.command"), NUL));
+            String::new()
+        }
         Some(c) if !c.trim().is_empty() => c.to_string(),
         Some(_) => {
             errors.push(problem(format!("{path}.command"), "the command is empty"));
@@ -320,6 +324,10 @@ fn server(
             .iter()
             .enumerate()
             .filter_map(|(i, v)| match v {
+                Value::String(s) if s.contains('\0') => {
+                    errors.push(problem(format!("{path}.args[{i}]"), NUL));
+                    None
+                }
                 Value::String(s) => Some(s.clone()),
                 _ => {
                     errors.push(problem(format!("{path}.args[{i}]"), "expected a string"));
@@ -340,7 +348,16 @@ fn server(
         Some(Value::Object(m)) => m
             .iter()
             .filter_map(|(k, v)| match v {
-                Value::String(s) => Some((k.clone(), s.clone())),
+                Value::String(s) => match env_problem(k, s) {
+                    None => Some((k.clone(), s.clone())),
+                    Some(why) => {
+                        errors.push(problem(
+                            format!("{path}.env.{}", crate::chars::escape(k)),
+                            why,
+                        ));
+                        None
+                    }
+                },
                 _ => {
                     errors.push(problem(
                         format!("{path}.env.{}", crate::chars::escape(k)),
@@ -360,6 +377,10 @@ fn server(
     };
     let cwd = match obj.get("cwd") {
         None => None,
+        Some(Value::String(c)) if c.contains('\0') => {
+            errors.push(problem(format!("{path}.cwd"), NUL));
+            None
+        }
         Some(Value::String(c)) => Some(dir.join(c)),
         Some(_) => {
             errors.push(problem(format!("{path}.cwd"), "expected a string"));
@@ -385,6 +406,24 @@ fn server(
             cwd,
         },
     }))
+}
+
+/// A command, argument, environment variable or folder with a NUL in it: a
+/// process cannot be given one, so it is refused when the file is read, with
+/// its path, not found when the server starts.
+const NUL: &str = "holds a NUL character, which a process cannot be given";
+
+/// Why `name=value` cannot be in a process's environment, if it cannot.
+fn env_problem(name: &str, value: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        Some("an environment variable's name cannot be empty")
+    } else if name.contains('=') {
+        Some("an environment variable's name cannot hold `=`")
+    } else if name.contains('\0') || value.contains('\0') {
+        Some(NUL)
+    } else {
+        None
+    }
 }
 
 /// The string an entry must give as `field`; `None`, with the problem in
@@ -649,6 +688,31 @@ mod tests {
                 "`mcpServers.a.\\u{1b}[2J`: unknown field `\\u{1b}[2J`, ignored",
             ]
         );
+    }
+
+    #[test]
+    fn what_a_process_cannot_be_given_is_refused_with_its_path() {
+        let e = errors(
+            r#"{"mcpServers": {"a": {"command": "x\u0000y", "args": ["ok", "b\u0000", 3],
+                "env": {"": "v", "A=B": "v", "C": "\u0000", "OK": "fine"}, "cwd": "sub\u0000"}}}"#,
+        );
+        assert_eq!(
+            e,
+            [
+                "`mcpServers.a.command`: holds a NUL character, which a process cannot be given",
+                "`mcpServers.a.args[1]`: holds a NUL character, which a process cannot be given",
+                "`mcpServers.a.args[2]`: expected a string",
+                "`mcpServers.a.env.`: an environment variable's name cannot be empty",
+                "`mcpServers.a.env.A=B`: an environment variable's name cannot hold `=`",
+                "`mcpServers.a.env.C`: holds a NUL character, which a process cannot be given",
+                "`mcpServers.a.cwd`: holds a NUL character, which a process cannot be given",
+            ]
+        );
+        let f = ok(r#"{"mcpServers": {"a": {"command": "x", "env": {"K": "a=b", "_": ""}}}}"#);
+        let Transport::Stdio { env, .. } = &f.servers[0].transport else {
+            panic!("not stdio: {:?}", f.servers[0]);
+        };
+        assert_eq!(env.len(), 2);
     }
 
     fn http(f: &ServersFile, i: usize) -> (&str, &[(String, String)]) {
