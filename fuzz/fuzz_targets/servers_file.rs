@@ -230,19 +230,21 @@ fuzz_target!(|data: &[u8]| {
 
     // The dry run's report of these servers, each started with no tools or
     // failed, shows a remote one by its origin alone.
-    let started = |i: usize| {
-        if i % 2 == 0 {
-            Ok(0)
-        } else {
-            Err("did not start".to_string())
-        }
-    };
+    let started: Vec<Result<usize, String>> = (0..file.servers.len())
+        .map(|i| {
+            if i.is_multiple_of(2) {
+                Ok(i)
+            } else {
+                Err("did not start".to_string())
+            }
+        })
+        .collect();
     let report = Report {
         servers: file
             .servers
             .iter()
-            .enumerate()
-            .map(|(i, s)| ServerReport::new(s, &started(i)))
+            .zip(&started)
+            .map(|(s, r)| ServerReport::new(s, r))
             .collect(),
         exposure: "call",
         listed: Vec::new(),
@@ -266,10 +268,9 @@ fuzz_target!(|data: &[u8]| {
             Some(origin) => format!("{} (remote, {origin})", spec.name),
             None => spec.name.clone(),
         };
-        let result = if i % 2 == 0 {
-            "0 tools"
-        } else {
-            "failed: did not start"
+        let result = match &started[i] {
+            Ok(n) => format!("{n} tools"),
+            Err(e) => format!("failed: {e}"),
         };
         assert_eq!(line, format!("  {shown}: {result}"));
         assert_eq!(
