@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::runtime::Delivery;
 
+use super::servers::ServerSpec;
 use super::{Exposure, Gateway, StartReport};
 
 /// One server's start.
@@ -19,6 +20,19 @@ pub struct ServerReport {
     /// Its tools, when it started.
     pub tools: Option<usize>,
     pub error: Option<String>,
+}
+
+impl ServerReport {
+    /// What the report says of `spec` after its start `result` (its tool
+    /// count or why it failed): a remote server by its origin alone.
+    pub fn new(spec: &ServerSpec, result: &Result<usize, String>) -> ServerReport {
+        ServerReport {
+            name: spec.name.clone(),
+            remote: spec.origin(),
+            tools: result.as_ref().ok().copied(),
+            error: result.as_ref().err().cloned(),
+        }
+    }
 }
 
 /// The meter of the first turn's list.
@@ -51,12 +65,7 @@ pub fn report(gateway: &Gateway, started: &StartReport) -> Result<Report, String
         .children
         .iter()
         .zip(started)
-        .map(|(c, r)| ServerReport {
-            name: c.name().to_string(),
-            remote: c.spec.origin(),
-            tools: r.as_ref().ok().copied(),
-            error: r.as_ref().err().cloned(),
-        })
+        .map(|(c, r)| ServerReport::new(&c.spec, r))
         .collect();
     let engine = &gateway.engine;
     let session = engine

@@ -203,10 +203,9 @@ pub fn parse_with_env(
         }
     };
     for k in top.rest.keys() {
-        out.warnings.push(problem(
-            k.as_str(),
-            format!("unknown field `{}`, ignored", crate::chars::escape(k)),
-        ));
+        let k = crate::chars::escape(k);
+        out.warnings
+            .push(problem(k.as_ref(), format!("unknown field `{k}`, ignored")));
     }
     let mut seen = std::collections::HashSet::new();
     for (name, entry) in entries {
@@ -307,20 +306,17 @@ fn server(
         )]);
     }
     let mut errors = Vec::new();
-    let command = match obj.get("command") {
-        Some(Value::String(c)) if !c.trim().is_empty() => c.clone(),
-        Some(Value::String(_)) => {
+    let command = match required_string(obj, "command", path, &mut errors) {
+        Some(c) if c.contains('\0') => {
+            errors.push(problem(format!("{path}.command"), NUL));
+            String::new()
+        }
+        Some(c) if !c.trim().is_empty() => c.to_string(),
+        Some(_) => {
             errors.push(problem(format!("{path}.command"), "the command is empty"));
             String::new()
         }
-        Some(_) => {
-            errors.push(problem(format!("{path}.command"), "expected a string"));
-            String::new()
-        }
-        None => {
-            errors.push(problem(path, "missing `command`"));
-            String::new()
-        }
+        None => String::new(),
     };
     let args = match obj.get("args") {
         None => Vec::new(),
@@ -328,6 +324,10 @@ fn server(
             .iter()
             .enumerate()
             .filter_map(|(i, v)| match v {
+                Value::String(s) if s.contains('\0') => {
+                    errors.push(problem(format!("{path}.args[{i}]"), NUL));
+                    None
+                }
                 Value::String(s) => Some(s.clone()),
                 _ => {
                     errors.push(problem(format!("{path}.args[{i}]"), "expected a string"));
@@ -348,7 +348,16 @@ fn server(
         Some(Value::Object(m)) => m
             .iter()
             .filter_map(|(k, v)| match v {
-                Value::String(s) => Some((k.clone(), s.clone())),
+                Value::String(s) => match env_problem(k, s) {
+                    None => Some((k.clone(), s.clone())),
+                    Some(why) => {
+                        errors.push(problem(
+                            format!("{path}.env.{}", crate::chars::escape(k)),
+                            why,
+                        ));
+                        None
+                    }
+                },
                 _ => {
                     errors.push(problem(
                         format!("{path}.env.{}", crate::chars::escape(k)),
@@ -368,6 +377,10 @@ fn server(
     };
     let cwd = match obj.get("cwd") {
         None => None,
+        Some(Value::String(c)) if c.contains('\0') => {
+            errors.push(problem(format!("{path}.cwd"), NUL));
+            None
+        }
         Some(Value::String(c)) => Some(dir.join(c)),
         Some(_) => {
             errors.push(problem(format!("{path}.cwd"), "expected a string"));
@@ -395,6 +408,45 @@ fn server(
     }))
 }
 
+/// A command, argument, environment variable or folder with a NUL in it: a
+/// process cannot be given one, so it is refused when the file is read, with
+/// its path, not found when the server starts.
+const NUL: &str = "holds a NUL character, which a process cannot be given";
+
+/// Why `name=value` cannot be in a process's environment, if it cannot.
+fn env_problem(name: &str, value: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        Some("an environment variable's name cannot be empty")
+    } else if name.contains('=') {
+        Some("an environment variable's name cannot hold `=`")
+    } else if name.contains('\0') || value.contains('\0') {
+        Some(NUL)
+    } else {
+        None
+    }
+}
+
+/// The string an entry must give as `field`; `None`, with the problem in
+/// `errors`, when the field is missing or not a string.
+fn required_string<'a>(
+    obj: &'a serde_json::Map<String, Value>,
+    field: &str,
+    path: &str,
+    errors: &mut Vec<Problem>,
+) -> Option<&'a str> {
+    match obj.get(field) {
+        Some(Value::String(s)) => Some(s),
+        Some(_) => {
+            errors.push(problem(format!("{path}.{field}"), "expected a string"));
+            None
+        }
+        None => {
+            errors.push(problem(path, format!("missing `{field}`")));
+            None
+        }
+    }
+}
+
 /// A remote entry: `{url, headers?}`.
 fn remote_server(
     name: &str,
@@ -404,8 +456,8 @@ fn remote_server(
     warnings: &mut Vec<Problem>,
 ) -> Result<ServerSpec, Vec<Problem>> {
     let mut errors = Vec::new();
-    let url = match obj.get("url") {
-        Some(Value::String(u)) => match url_problem(u) {
+    let url = match required_string(obj, "url", path, &mut errors) {
+        Some(u) => match url_problem(u) {
             None => u.trim().to_string(),
             Some(why) => {
                 errors.push(problem(
@@ -415,14 +467,7 @@ fn remote_server(
                 String::new()
             }
         },
-        Some(_) => {
-            errors.push(problem(format!("{path}.url"), "expected a string"));
-            String::new()
-        }
-        None => {
-            errors.push(problem(path, "missing `url`"));
-            String::new()
-        }
+        None => String::new(),
     };
     let mut headers = Vec::new();
     match obj.get("headers") {
@@ -627,6 +672,47 @@ mod tests {
         assert!(errors(r#"{"mcpServers": {"a b": {"command": "x"}}}"#)[0].contains("characters"));
         let f = ok(r#"{"mcpServers": {"off": {"command": "x", "disabled": true, "timeout": 5}}}"#);
         assert!(f.servers.is_empty());
+    }
+
+    #[test]
+    fn warnings_show_control_characters_escaped() {
+        // Warnings are printed as they are: a key's escape sequence must show,
+        // not act, at the top level as in an entry.
+        let f =
+            ok(r#"{"mcpServers": {"a": {"command": "x", "\u001b[2J": 1}}, "\u001b]0;t\u0007": 1}"#);
+        let shown: Vec<String> = f.warnings.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            shown,
+            [
+                "`\\u{1b}]0;t\\u{7}`: unknown field `\\u{1b}]0;t\\u{7}`, ignored",
+                "`mcpServers.a.\\u{1b}[2J`: unknown field `\\u{1b}[2J`, ignored",
+            ]
+        );
+    }
+
+    #[test]
+    fn what_a_process_cannot_be_given_is_refused_with_its_path() {
+        let e = errors(
+            r#"{"mcpServers": {"a": {"command": "x\u0000y", "args": ["ok", "b\u0000", 3],
+                "env": {"": "v", "A=B": "v", "C": "\u0000", "OK": "fine"}, "cwd": "sub\u0000"}}}"#,
+        );
+        assert_eq!(
+            e,
+            [
+                "`mcpServers.a.command`: holds a NUL character, which a process cannot be given",
+                "`mcpServers.a.args[1]`: holds a NUL character, which a process cannot be given",
+                "`mcpServers.a.args[2]`: expected a string",
+                "`mcpServers.a.env.`: an environment variable's name cannot be empty",
+                "`mcpServers.a.env.A=B`: an environment variable's name cannot hold `=`",
+                "`mcpServers.a.env.C`: holds a NUL character, which a process cannot be given",
+                "`mcpServers.a.cwd`: holds a NUL character, which a process cannot be given",
+            ]
+        );
+        let f = ok(r#"{"mcpServers": {"a": {"command": "x", "env": {"K": "a=b", "_": ""}}}}"#);
+        let Transport::Stdio { env, .. } = &f.servers[0].transport else {
+            panic!("not stdio: {:?}", f.servers[0]);
+        };
+        assert_eq!(env.len(), 2);
     }
 
     fn http(f: &ServersFile, i: usize) -> (&str, &[(String, String)]) {
