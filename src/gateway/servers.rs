@@ -493,6 +493,19 @@ fn remote_server(
                     ));
                     continue;
                 }
+                // Header names ignore case: one of two would be lost.
+                if let Some(first) = m.keys().find(|o| o.eq_ignore_ascii_case(k) && *o != k)
+                    && m.keys().position(|o| o == first) < m.keys().position(|o| o == k)
+                {
+                    errors.push(problem(
+                        at,
+                        format!(
+                            "`{k}` is the header `{first}` again (header names ignore case): \
+                             keep one"
+                        ),
+                    ));
+                    continue;
+                }
                 match expand(raw, env) {
                     Ok(value) if http::HeaderValue::from_str(&value).is_ok() => {
                         headers.push((k.clone(), value));
@@ -755,9 +768,10 @@ mod tests {
             "rel": {"url": "/mcp"},
             "both": {"url": "http://h/mcp", "command": "x"},
             "odd": {"type": "websocket", "url": "ws://h"},
-            "hdr": {"url": "http://h/mcp", "headers": {"bad name": "v", "Accept": "x", "X-N": 1}}}}"#,
+            "hdr": {"url": "http://h/mcp", "headers": {"bad name": "v", "Accept": "x", "X-N": 1,
+                "X-Key": "a", "x-key": "b"}}}}"#,
         );
-        assert_eq!(e.len(), 9, "{e:?}");
+        assert_eq!(e.len(), 10, "{e:?}");
         assert!(e[0].starts_with(
             "`mcpServers.old.type`: server `old` uses the legacy SSE transport: not supported"
         ));
@@ -781,6 +795,11 @@ mod tests {
             "`mcpServers.hdr.headers.Accept`: the transport sets `Accept` itself: leave it out"
         );
         assert_eq!(e[8], "`mcpServers.hdr.headers.X-N`: expected a string");
+        assert_eq!(
+            e[9],
+            "`mcpServers.hdr.headers.x-key`: `x-key` is the header `X-Key` again (header names \
+             ignore case): keep one"
+        );
     }
 
     #[test]
