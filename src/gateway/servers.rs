@@ -211,7 +211,8 @@ pub fn parse_with_env(
     for (name, entry) in entries {
         let path = format!("{key}.{}", crate::chars::escape(&name));
         if !seen.insert(name.clone()) {
-            errors.push(problem(&path, format!("server `{name}` is given twice")));
+            let shown = crate::chars::escape(&name);
+            errors.push(problem(&path, format!("server `{shown}` is given twice")));
             continue;
         }
         if let Some(why) = name_problem(&name) {
@@ -700,6 +701,18 @@ mod tests {
                 "`\\u{1b}]0;t\\u{7}`: unknown field `\\u{1b}]0;t\\u{7}`, ignored",
                 "`mcpServers.a.\\u{1b}[2J`: unknown field `\\u{1b}[2J`, ignored",
             ]
+        );
+    }
+
+    #[test]
+    fn a_name_given_twice_is_shown_escaped() {
+        let e = errors(
+            r#"{"mcpServers": {"a\u001b[2J": {"command": "x"}, "a\u001b[2J": {"command": "y"}}}"#,
+        );
+        assert_eq!(
+            e.last().map(String::as_str),
+            Some("`mcpServers.a\\u{1b}[2J`: server `a\\u{1b}[2J` is given twice"),
+            "{e:?}"
         );
     }
 
