@@ -636,9 +636,8 @@ fn a_storm_of_list_changes_is_answered_by_a_few_listings() {
 /// A server's tools are listed page by page, and a listing that cannot end
 /// is cut short with a message that says why: pages that go round in a
 /// circle, or more tools, or more bytes of them, than the gateway takes
-/// from one server. Either
-/// fails that server's start at once, not at the start timeout, and leaves
-/// the other servers served.
+/// from one server. Each fails that server's start at once, not at the
+/// start timeout, and leaves the other servers served.
 #[test]
 fn pages_of_tools_are_followed_and_endless_listings_refused() {
     let dir = temp_dir("pages");
