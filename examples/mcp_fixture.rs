@@ -262,7 +262,10 @@ async fn main() {
         std::process::exit(1);
     }
     if std::env::var("FIXTURE_HANG_AT_START").as_deref() == Ok("1") {
-        eprintln!("fixture: hanging at start, as asked");
+        eprintln!(
+            "fixture: hanging at start, as asked (pid {})",
+            std::process::id()
+        );
         std::future::pending::<()>().await;
     }
     let mut tools = env_list("FIXTURE_TOOLS");

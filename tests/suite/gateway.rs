@@ -790,3 +790,49 @@ fn a_call_the_client_cancels_is_cancelled_at_the_server() {
         "echo: {\"after\":true}"
     );
 }
+
+/// A signal while the servers are still starting stops the gateway at
+/// once, not at the start timeout, and the servers already running with it.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_signal_while_servers_start_stops_them_and_the_gateway() {
+    let dir = temp_dir("signal-at-start");
+    let (p, s) = files(
+        &dir,
+        "NoDefer(*)\n",
+        &[("slow", fixture("echo", &[("FIXTURE_HANG_AT_START", "1")]))],
+    );
+    let mut g = Gateway::spawn(&file_args(&p, &s, &["--start-timeout", "300"]));
+    assert!(
+        g.wait_stderr("fixture: hanging at start", 1),
+        "{}",
+        g.stderr()
+    );
+    let stderr = g.stderr();
+    let pid = stderr
+        .split("(pid ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .expect("the fixture's pid")
+        .to_string();
+    assert!(running(&pid));
+    let gateway = g.pid().unwrap().to_string();
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &gateway])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(g.wait_exit(), Some(0), "{}", g.stderr());
+    assert!(
+        g.stderr()
+            .contains("note: SIGTERM: stopping the servers that were starting"),
+        "{}",
+        g.stderr()
+    );
+    // Killed as the gateway dropped it; reaped by whoever adopts it.
+    let until = Instant::now() + DEADLINE;
+    while running(&pid) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!running(&pid), "the starting server outlived the gateway");
+}

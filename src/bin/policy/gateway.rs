@@ -138,8 +138,17 @@ async fn serve(
     dry_run: bool,
     format: Format,
 ) -> Result<ExitCode, CliError> {
+    let mut termination = gateway::reload::Termination::catch();
     let hangup = gateway::reload::hangup_signal();
-    let (gw, started, events) = Gateway::start(options, policy, servers).await;
+    // A signal while the servers start (up to `--start-timeout`) drops
+    // the start: the processes already running are killed with it.
+    let (gw, started, events) = tokio::select! {
+        started = Gateway::start(options, policy, servers) => started,
+        signal = termination.wait() => {
+            log::line(format!("note: {signal}: stopping the servers that were starting"));
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
     for (child, result) in gw.children.iter().zip(&started) {
         match result {
             Ok(n) => log::line(format!(
@@ -162,21 +171,28 @@ async fn serve(
             ExitCode::SUCCESS
         });
     }
-    let mut termination = gateway::reload::Termination::catch();
     tokio::spawn(Arc::clone(&gw).follow(events));
     tokio::spawn(gateway::reload::watch(Arc::clone(&gw), hangup));
     let connection =
         Connection::new(Arc::clone(&gw), gw.options.context.clone()).map_err(CliError::Usage)?;
-    let running = connection
-        .serve(rmcp::transport::stdio())
-        .await
-        .map_err(|e| CliError::Usage(format!("the client did not connect: {e}")))?;
-    tokio::spawn(gateway::connection::tell_reloads(
-        Arc::clone(&gw),
-        running.peer().clone(),
-    ));
     let signalled = tokio::select! {
-        _ = running.waiting() => None,
+        running = connection.serve(rmcp::transport::stdio()) => {
+            let running = match running {
+                Ok(running) => running,
+                Err(e) => {
+                    stop(&gw, &mut termination).await;
+                    return Err(CliError::Usage(format!("the client did not connect: {e}")));
+                }
+            };
+            tokio::spawn(gateway::connection::tell_reloads(
+                Arc::clone(&gw),
+                running.peer().clone(),
+            ));
+            tokio::select! {
+                _ = running.waiting() => None,
+                signal = termination.wait() => Some(signal),
+            }
+        }
         signal = termination.wait() => Some(signal),
     };
     if let Some(signal) = signalled {
@@ -184,12 +200,16 @@ async fn serve(
             "note: {signal}: stopping the servers (a second signal kills them)"
         ));
     }
-    // The servers are stopped as MCP asks, which takes a few seconds for
-    // one that stays up; a signal meanwhile ends the wait, and the
-    // processes still running are killed as the runtime drops them.
+    stop(&gw, &mut termination).await;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Stops the servers as MCP asks, which takes a few seconds for one that
+/// stays up; a signal meanwhile ends the wait, and the processes still
+/// running are killed as the runtime drops them.
+async fn stop(gw: &Gateway, termination: &mut gateway::reload::Termination) {
     tokio::select! {
         _ = gw.stop() => {}
         signal = termination.wait() => log::line(format!("note: {signal}: killing the servers")),
     }
-    Ok(ExitCode::SUCCESS)
 }
