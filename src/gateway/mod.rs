@@ -3,7 +3,8 @@
 //! already runs.
 //!
 //! The pipeline, one file per step: the [`servers`] file → one [`child`] per
-//! server (rmcp's client side) → their tools as one registry ([`catalog`]) in
+//! server (rmcp's client side, over [`stdio`] or `remote` HTTP, its errors
+//! put in words by `messages`) → their tools as one registry ([`catalog`]) in
 //! the shared [`Engine`] → one [`connection`] per client (rmcp's server side,
 //! one engine session each) → [`reload`] of the policy when its file changes.
 //! The engine decides everything; this module only translates MCP to engine
@@ -23,7 +24,9 @@ pub mod child;
 pub mod connection;
 pub mod dry_run;
 pub mod log;
+mod messages;
 pub mod reload;
+mod remote;
 pub mod servers;
 pub mod stdio;
 
