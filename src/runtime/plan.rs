@@ -61,7 +61,7 @@ pub(crate) struct BasePlan {
     /// Tokens of every non-hidden tool's definition.
     pub all_tool_tokens: u64,
     /// The search index without the hidden tools, once a search has needed
-    /// it; the snapshot's cache owns it ([`Snapshot::search_index_for`]).
+    /// it; the snapshot's cache owns it (`Snapshot::search_index_for`).
     pub search_index: RwLock<Weak<crate::search::SearchIndex>>,
 }
 

@@ -148,7 +148,7 @@ pub fn read_skills(path: Option<&Path>) -> Result<Option<SkillList>, CliError> {
 }
 
 /// Registry or skill list warnings, one line each:
-/// `FILE: warning[PL115]: `tools[1].name`: message (help: ...)`.
+/// ``FILE: warning[PL115]: `tools[1].name`: message (help: ...)``.
 pub fn load_warnings(path: &Path, warnings: &[LoadWarning]) -> String {
     let file = path.display().to_string();
     let mut out = String::new();
