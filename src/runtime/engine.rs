@@ -217,9 +217,9 @@ impl Snapshot {
         &self.skills
     }
 
-    /// The index over every tool of the registry. A session searches
-    /// [`Snapshot::search_index_for`] its context instead, which leaves out
-    /// what the context hides.
+    /// The index over every tool of the registry. A session searches the
+    /// index of its context instead (`Snapshot::search_index_for`), which
+    /// leaves out what the context hides.
     pub fn search_index(&self) -> &SearchIndex {
         &self.tools.index
     }
