@@ -370,7 +370,7 @@ fn an_http_answer_over_the_size_limit_fails_that_call() {
 /// A remote server's calls share connections: twenty calls in a row open
 /// a handful at most (the first, and the event stream a session may hold
 /// open), not one each, so that a call to a server across a network does
-/// not pay a TCP (and TLS) handshake.
+/// not pay a TCP (and TLS) handshake; and an idle one is let go in time.
 #[test]
 fn calls_to_an_http_server_reuse_its_connections() {
     let web = HttpFixture::start("echo,connections", &[]);
@@ -389,4 +389,16 @@ fn calls_to_an_http_server_reuse_its_connections() {
     }
     let opened = count(&mut g) - before;
     assert!(opened <= 2, "twenty calls opened {opened} connections");
+    // An idle connection is let go after 4 s, before a server's own idle
+    // limit (5 s for Node's and uvicorn's) can close it under a request:
+    // a call after a longer pause opens a new one, and is answered.
+    let before = count(&mut g);
+    std::thread::sleep(Duration::from_millis(4500));
+    let r = g.call("web__echo", json!({"text": "after a pause"}));
+    assert!(!is_error(&r), "{r}");
+    let opened = count(&mut g) - before;
+    assert!(
+        opened >= 1,
+        "a call after 4.5 s idle reused an old connection"
+    );
 }
