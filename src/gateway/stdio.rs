@@ -107,24 +107,22 @@ impl Transport<RoleClient> for ChildProcess {
     }
 }
 
-/// The size of each read from the child's output.
-const CHUNK: usize = 64 * 1024;
-
 /// A reader of a server's output that, after each line longer than `limit`
 /// bytes (its newline counted, as rmcp counts it), adds a line of its own:
 /// a JSON-RPC error for the request the long line answered. The long line
-/// itself passes through for rmcp to drop; what this holds is one chunk and
-/// the few bytes of the line's `id`, whatever the line's length.
+/// itself passes through for rmcp to drop. Output is read straight into the
+/// reader's buffer and looked at there; only after a long line are the
+/// error and the bytes read behind it held, until handed on. What this
+/// keeps is the few bytes of the line's `id`, whatever the line's length.
 pub struct OversizeGuard<R> {
     inner: R,
     limit: usize,
     /// Bytes of the current line so far, its newline included once read.
     line_len: usize,
     scan: TopLevel,
-    /// Bytes read and looked at, not yet handed on, from `out_at`.
-    out: Vec<u8>,
-    out_at: usize,
-    chunk: Box<[u8]>,
+    /// Error lines and the bytes read after them, looked at and not yet
+    /// handed on: empty but after a long line.
+    held: Vec<u8>,
 }
 
 impl<R> OversizeGuard<R> {
@@ -134,20 +132,24 @@ impl<R> OversizeGuard<R> {
             limit,
             line_len: 0,
             scan: TopLevel::default(),
-            out: Vec::new(),
-            out_at: 0,
-            chunk: vec![0; CHUNK].into_boxed_slice(),
+            held: Vec::new(),
         }
     }
 
-    /// Looks at bytes just read and queues them, each long line followed
-    /// by its error line.
-    fn take(&mut self, mut bytes: &[u8]) {
+    /// Looks at bytes just read. Returns where the first error line goes
+    /// (after the newline that ends a long line), with what follows that
+    /// point: the error lines and the rest of `bytes` in order.
+    fn look(&mut self, mut bytes: &[u8]) -> Option<(usize, Vec<u8>)> {
+        let mut at = 0;
+        let mut added: Option<(usize, Vec<u8>)> = None;
         while !bytes.is_empty() {
             let newline = memchr::memchr(b'\n', bytes);
             let part = &bytes[..newline.map_or(bytes.len(), |i| i + 1)];
             bytes = &bytes[part.len()..];
-            self.out.extend_from_slice(part);
+            at += part.len();
+            if let Some((_, after)) = &mut added {
+                after.extend_from_slice(part);
+            }
             self.line_len = self.line_len.saturating_add(part.len());
             if newline.is_none() {
                 self.scan.feed(part);
@@ -157,12 +159,14 @@ impl<R> OversizeGuard<R> {
             if self.line_len > self.limit
                 && let Some(reply) = self.scan.error_reply(self.line_len, self.limit)
             {
-                self.out.extend_from_slice(reply.as_bytes());
-                self.out.push(b'\n');
+                let (_, after) = added.get_or_insert_with(|| (at, Vec::new()));
+                after.extend_from_slice(reply.as_bytes());
+                after.push(b'\n');
             }
             self.line_len = 0;
             self.scan = TopLevel::default();
         }
+        added
     }
 }
 
@@ -173,27 +177,20 @@ impl<R: AsyncRead + Unpin> AsyncRead for OversizeGuard<R> {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        loop {
-            if this.out_at < this.out.len() {
-                let n = buf.remaining().min(this.out.len() - this.out_at);
-                buf.put_slice(&this.out[this.out_at..this.out_at + n]);
-                this.out_at += n;
-                if this.out_at == this.out.len() {
-                    this.out.clear();
-                    this.out_at = 0;
-                }
-                return Poll::Ready(Ok(()));
-            }
-            let mut read = ReadBuf::new(&mut this.chunk);
-            ready!(Pin::new(&mut this.inner).poll_read(cx, &mut read))?;
-            let n = read.filled().len();
-            if n == 0 {
-                return Poll::Ready(Ok(()));
-            }
-            let chunk = std::mem::take(&mut this.chunk);
-            this.take(&chunk[..n]);
-            this.chunk = chunk;
+        if !this.held.is_empty() {
+            let n = buf.remaining().min(this.held.len());
+            buf.put_slice(&this.held[..n]);
+            this.held.drain(..n);
+            return Poll::Ready(Ok(()));
         }
+        let start = buf.filled().len();
+        ready!(Pin::new(&mut this.inner).poll_read(cx, buf))?;
+        if let Some((at, after)) = this.look(&buf.filled()[start..]) {
+            // Handed on up to the long line's end; the rest on later reads.
+            buf.set_filled(start + at);
+            this.held = after;
+        }
+        Poll::Ready(Ok(()))
     }
 }
 
@@ -378,17 +375,45 @@ mod tests {
     use rmcp::model::{NumberOrString, ServerJsonRpcMessage};
     use serde_json::{Value, json};
 
-    /// What the guard hands on for `input` given in pieces of `sizes`.
-    fn through(limit: usize, input: &[u8], sizes: &[usize]) -> Vec<u8> {
-        let mut guard = OversizeGuard::new((), limit);
-        let mut rest = input;
-        let mut sizes = sizes.iter().cycle();
-        while !rest.is_empty() {
-            let n = sizes.next().map_or(rest.len(), |&n| n.clamp(1, rest.len()));
-            guard.take(&rest[..n]);
-            rest = &rest[n..];
+    /// A reader that hands out `input` in pieces of `sizes` (cycled).
+    struct Pieces<'a> {
+        input: &'a [u8],
+        sizes: std::iter::Cycle<std::slice::Iter<'a, usize>>,
+    }
+
+    impl AsyncRead for Pieces<'_> {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            _cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            let size = self.sizes.next().copied().unwrap_or(usize::MAX).max(1);
+            let n = size.min(self.input.len()).min(buf.remaining());
+            buf.put_slice(&self.input[..n]);
+            self.input = &self.input[n..];
+            Poll::Ready(Ok(()))
         }
-        guard.out
+    }
+
+    /// What the guard hands on for `input` given in pieces of `sizes`, read
+    /// through its `AsyncRead` 64 bytes at a time.
+    fn through(limit: usize, input: &[u8], sizes: &[usize]) -> Vec<u8> {
+        let pieces = Pieces {
+            input,
+            sizes: sizes.iter().cycle(),
+        };
+        let mut guard = OversizeGuard::new(pieces, limit);
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        let mut out = Vec::new();
+        let mut chunk = [0u8; 64];
+        loop {
+            let mut buf = ReadBuf::new(&mut chunk);
+            match Pin::new(&mut guard).poll_read(&mut cx, &mut buf) {
+                Poll::Ready(Ok(())) if buf.filled().is_empty() => return out,
+                Poll::Ready(Ok(())) => out.extend_from_slice(buf.filled()),
+                other => panic!("the guard over a ready reader gave {other:?}"),
+            }
+        }
     }
 
     /// The lines the guard added to `input` (which ends with a newline).
