@@ -58,15 +58,6 @@ fn json_len(value: &impl serde::Serialize) -> usize {
     count.0
 }
 
-/// A server's pagination cursor in a message: quoted, and cut short.
-fn shown_cursor(cursor: &str) -> String {
-    const SHOWN: usize = 40;
-    match cursor.char_indices().nth(SHOWN) {
-        Some((cut, _)) => format!("{:?}…", &cursor[..cut]),
-        None => format!("{cursor:?}"),
-    }
-}
-
 /// First wait before a restart; doubled after each failure up to [`BACKOFF_CAP`].
 pub const BACKOFF_START: Duration = Duration::from_millis(500);
 /// The longest wait between two restarts of a failing child.
@@ -394,8 +385,9 @@ impl Child {
             };
             if !seen.insert(hasher.hash_one(&next)) {
                 return Err(failed(format!(
-                    "it sent the cursor {} a second time, so its pages go round in a circle",
-                    shown_cursor(&next)
+                    "it sent the cursor {:?} a second time, so its pages go round in a circle",
+                    // The server's text, of any length: quoted, cut short.
+                    crate::runtime::catalog::cut(&next, 40)
                 )));
             }
             cursor = Some(next);
