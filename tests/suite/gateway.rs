@@ -403,12 +403,7 @@ fn sighup_rereads_the_policy() {
     let (p, s) = files(&dir, POLICY, &[("fx", fixture(TOOLS, &[]))]);
     let mut g = Gateway::connect_files(&p, &s, "2025-11-25");
     g.list();
-    let pid = g.pid().unwrap().to_string();
-    let status = std::process::Command::new("kill")
-        .args(["-HUP", &pid])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    g.signal("HUP");
     assert!(g.wait_stderr("note: reloaded", 1), "{}", g.stderr());
     assert!(g.wait_list_changed(DEADLINE));
 }
@@ -416,15 +411,9 @@ fn sighup_rereads_the_policy() {
 #[cfg(unix)]
 #[test]
 fn a_child_killed_from_outside_is_restarted_on_the_next_call() {
-    let dir = temp_dir("killed");
-    let (p, s) = files(&dir, "NoDefer(*)\n", &[("fx", fixture("echo,pid", &[]))]);
-    let mut g = Gateway::connect_files(&p, &s, "2025-11-25");
+    let mut g = one_fixture("killed", "echo,pid", &[]);
     let pid = text(&g.call("fx__pid", json!({})));
-    let status = std::process::Command::new("kill")
-        .args(["-KILL", &pid])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    kill(&pid, "KILL");
     let last = g.call_until_answered("fx__pid", json!({}), "fx", DEADLINE);
     assert!(!is_error(&last), "{last}\n{}", g.stderr());
     assert_ne!(text(&last), pid);
@@ -473,19 +462,39 @@ fn running(pid: &str) -> bool {
     })
 }
 
-/// Three local servers: one that exits when its input closes, one that
-/// stays up until `SIGTERM`, one that ignores `SIGTERM` too.
+/// A gateway in front of three local servers: one that exits when its
+/// input closes, one that stays up until `SIGTERM`, one that ignores
+/// `SIGTERM` too; with their process ids.
 #[cfg(target_os = "linux")]
-fn lingering_servers(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
-    files(
-        dir,
+fn lingering_servers(tag: &str) -> (Gateway, Vec<String>) {
+    let dir = temp_dir(tag);
+    let (p, s) = files(
+        &dir,
         "NoDefer(*)\n",
         &[
             ("quits", fixture("pid", &[])),
             ("term", fixture("pid", &[("FIXTURE_LINGER", "term")])),
             ("kill", fixture("pid", &[("FIXTURE_LINGER", "kill")])),
         ],
-    )
+    );
+    let mut g = Gateway::connect_files(&p, &s, "2025-11-25").holding(dir);
+    let pids: Vec<String> = ["quits", "term", "kill"]
+        .iter()
+        .map(|server| text(&g.call(&format!("{server}__pid"), json!({}))))
+        .collect();
+    assert!(pids.iter().all(|pid| running(pid)), "{pids:?}");
+    (g, pids)
+}
+
+/// Once the gateway has exited: none of [`lingering_servers`] runs.
+#[cfg(target_os = "linux")]
+fn assert_none_outlived(pids: &[String]) {
+    for (server, pid) in ["quits", "term", "kill"].iter().zip(pids) {
+        assert!(
+            !running(pid),
+            "server `{server}` ({pid}) outlived the gateway"
+        );
+    }
 }
 
 /// Stops the gateway with `stop`, then checks that it stopped each server
@@ -493,14 +502,7 @@ fn lingering_servers(dir: &std::path::Path) -> (std::path::PathBuf, std::path::P
 /// then `SIGKILL` for one that ignores that too; no server outlives it.
 #[cfg(target_os = "linux")]
 fn assert_servers_shut_down(tag: &str, stop: impl FnOnce(&mut Gateway)) -> String {
-    let dir = temp_dir(tag);
-    let (p, s) = lingering_servers(&dir);
-    let mut g = Gateway::connect_files(&p, &s, "2025-11-25");
-    let pids: Vec<String> = ["quits", "term", "kill"]
-        .iter()
-        .map(|server| text(&g.call(&format!("{server}__pid"), json!({}))))
-        .collect();
-    assert!(pids.iter().all(|pid| running(pid)), "{pids:?}");
+    let (mut g, pids) = lingering_servers(tag);
     let t0 = std::time::Instant::now();
     stop(&mut g);
     assert_eq!(g.wait_exit(), Some(0), "{}", g.stderr());
@@ -508,12 +510,7 @@ fn assert_servers_shut_down(tag: &str, stop: impl FnOnce(&mut Gateway)) -> Strin
         "the gateway stopped its three servers in {:?}",
         t0.elapsed()
     );
-    for (server, pid) in ["quits", "term", "kill"].iter().zip(&pids) {
-        assert!(
-            !running(pid),
-            "server `{server}` ({pid}) outlived the gateway"
-        );
-    }
+    assert_none_outlived(&pids);
     let stderr = g.stderr();
     assert!(
         stderr.contains("[term] fixture: stopping on SIGTERM"),
@@ -539,14 +536,7 @@ fn children_are_shut_down_when_the_client_goes() {
 #[test]
 fn children_are_shut_down_when_the_gateway_is_terminated() {
     for signal in ["TERM", "INT"] {
-        let stderr = assert_servers_shut_down("shutdown-signal", |g| {
-            let pid = g.pid().unwrap().to_string();
-            let status = std::process::Command::new("kill")
-                .args([&format!("-{signal}"), &pid])
-                .status()
-                .unwrap();
-            assert!(status.success());
-        });
+        let stderr = assert_servers_shut_down("shutdown-signal", |g| g.signal(signal));
         assert!(
             stderr.contains(&format!(
                 "note: SIG{signal}: stopping the servers (a second signal kills them)"
@@ -561,28 +551,14 @@ fn children_are_shut_down_when_the_gateway_is_terminated() {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_second_signal_kills_the_servers_still_running() {
-    let dir = temp_dir("shutdown-twice");
-    let (p, s) = lingering_servers(&dir);
-    let mut g = Gateway::connect_files(&p, &s, "2025-11-25");
-    let pids: Vec<String> = ["quits", "term", "kill"]
-        .iter()
-        .map(|server| text(&g.call(&format!("{server}__pid"), json!({}))))
-        .collect();
-    let pid = g.pid().unwrap().to_string();
-    let signal = |g: &Gateway, signal: &str| {
-        let status = std::process::Command::new("kill")
-            .args([signal, &pid])
-            .status()
-            .unwrap();
-        assert!(status.success(), "{}", g.stderr());
-    };
-    signal(&g, "-INT");
+    let (mut g, pids) = lingering_servers("shutdown-twice");
+    g.signal("INT");
     assert!(
         g.wait_stderr("[kill] fixture: input closed, staying up", 1),
         "{}",
         g.stderr()
     );
-    signal(&g, "-INT");
+    g.signal("INT");
     assert_eq!(g.wait_exit(), Some(0), "{}", g.stderr());
     let stderr = g.stderr();
     assert!(
@@ -591,12 +567,7 @@ fn a_second_signal_kills_the_servers_still_running() {
     );
     // Killed before their three seconds to exit had run out.
     assert!(!stderr.contains("fixture: stopping on SIGTERM"), "{stderr}");
-    for (server, pid) in ["quits", "term", "kill"].iter().zip(&pids) {
-        assert!(
-            !running(pid),
-            "server `{server}` ({pid}) outlived the gateway"
-        );
-    }
+    assert_none_outlived(&pids);
 }
 
 /// A server that announces `tools/list_changed` a thousand times in a row
@@ -605,23 +576,15 @@ fn a_second_signal_kills_the_servers_still_running() {
 /// are answered by the next one.
 #[test]
 fn a_storm_of_list_changes_is_answered_by_a_few_listings() {
-    let dir = temp_dir("storm");
-    let (p, s) = files(
-        &dir,
-        "NoDefer(*)\n",
-        &[("fx", fixture("echo,storm,lists", &[]))],
-    );
-    let mut g = Gateway::connect_files(&p, &s, "2025-11-25").holding(dir);
-    let lists =
-        |g: &mut Gateway| -> usize { text(&g.call("fx__lists", json!({}))).parse().unwrap() };
-    let before = lists(&mut g);
+    let mut g = one_fixture("storm", "echo,storm,lists", &[]);
+    let before = g.call_count("fx__lists");
     assert_eq!(text(&g.call("fx__storm", json!({}))), "storm: sent 1000");
     // Settled: no listing for half a second.
     let until = Instant::now() + DEADLINE;
-    let mut last = lists(&mut g);
+    let mut last = g.call_count("fx__lists");
     loop {
         std::thread::sleep(Duration::from_millis(500));
-        let now = lists(&mut g);
+        let now = g.call_count("fx__lists");
         if now == last || Instant::now() > until {
             break;
         }
@@ -725,13 +688,7 @@ fn pages_of_tools_are_followed_and_endless_listings_refused() {
 /// client reads again it is told how many lines it missed.
 #[test]
 fn a_standard_error_nobody_reads_does_not_stop_the_gateway() {
-    let dir = temp_dir("stderr-full");
-    let (p, s) = files(
-        &dir,
-        "NoDefer(*)\n",
-        &[("fx", fixture("echo,chatter", &[]))],
-    );
-    let mut g = Gateway::connect_files(&p, &s, "2025-11-25").holding(dir);
+    let mut g = one_fixture("stderr-full", "echo,chatter", &[]);
     assert!(g.wait_stderr("note: server `fx` started", 1));
     g.pause_stderr(true);
     // 4 MiB for a pipe of 64 KiB, twice, and calls answered meanwhile.
@@ -816,12 +773,7 @@ fn a_signal_while_servers_start_stops_them_and_the_gateway() {
         .expect("the fixture's pid")
         .to_string();
     assert!(running(&pid));
-    let gateway = g.pid().unwrap().to_string();
-    let status = std::process::Command::new("kill")
-        .args(["-TERM", &gateway])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    g.signal("TERM");
     assert_eq!(g.wait_exit(), Some(0), "{}", g.stderr());
     assert!(
         g.stderr()

@@ -377,26 +377,21 @@ fn calls_to_an_http_server_reuse_its_connections() {
     let dir = temp_dir("http-reuse");
     let (p, s) = files(&dir, "NoDefer(*)\n", &[("web", json!({"url": web.url}))]);
     let mut g = Gateway::connect_files(&p, &s, "2025-11-25").holding(dir);
-    let count = |g: &mut Gateway| -> usize {
-        text(&g.call("web__connections", json!({})))
-            .parse()
-            .unwrap()
-    };
-    let before = count(&mut g);
+    let before = g.call_count("web__connections");
     for i in 0..20 {
         let r = g.call("web__echo", json!({"text": i.to_string()}));
         assert!(!is_error(&r), "{r}");
     }
-    let opened = count(&mut g) - before;
+    let opened = g.call_count("web__connections") - before;
     assert!(opened <= 2, "twenty calls opened {opened} connections");
     // An idle connection is let go after 4 s, before a server's own idle
     // limit (5 s for Node's and uvicorn's) can close it under a request:
     // a call after a longer pause opens a new one, and is answered.
-    let before = count(&mut g);
+    let before = g.call_count("web__connections");
     std::thread::sleep(Duration::from_millis(4500));
     let r = g.call("web__echo", json!({"text": "after a pause"}));
     assert!(!is_error(&r), "{r}");
-    let opened = count(&mut g) - before;
+    let opened = g.call_count("web__connections") - before;
     assert!(
         opened >= 1,
         "a call after 4.5 s idle reused an old connection"

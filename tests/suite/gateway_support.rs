@@ -66,6 +66,24 @@ pub fn temp_dir(tag: &str) -> TempDir {
     TempDir(dir)
 }
 
+/// Sends `signal` (`TERM`, `KILL`, ...) to process `pid`.
+#[cfg(unix)]
+pub fn kill(pid: &str, signal: &str) {
+    let status = Command::new("kill")
+        .args([&format!("-{signal}"), pid])
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -{signal} {pid}");
+}
+
+/// A gateway, under `NoDefer(*)`, in front of one fixture server `fx` with
+/// these tools and extra environment.
+pub fn one_fixture(tag: &str, tools: &str, env: &[(&str, &str)]) -> Gateway {
+    let dir = temp_dir(tag);
+    let (p, s) = files(&dir, "NoDefer(*)\n", &[("fx", fixture(tools, env))]);
+    Gateway::connect_files(&p, &s, "2025-11-25").holding(dir)
+}
+
 /// A servers entry that runs the fixture with these tools and extra environment.
 pub fn fixture(tools: &str, env: &[(&str, &str)]) -> Value {
     let mut e = serde_json::Map::new();
@@ -297,6 +315,21 @@ impl Gateway {
                 None => return false,
             }
         }
+    }
+
+    /// A tool's text answer read as a count (the fixture's `lists`,
+    /// `connections`).
+    pub fn call_count(&mut self, name: &str) -> usize {
+        let r = self.call(name, json!({}));
+        text(&r)
+            .parse()
+            .unwrap_or_else(|_| panic!("`{name}` did not answer a count: {r}"))
+    }
+
+    /// Sends `signal` (`TERM`, `INT`, `HUP`, ...) to the gateway.
+    #[cfg(unix)]
+    pub fn signal(&self, signal: &str) {
+        kill(&self.child.id().to_string(), signal);
     }
 
     /// The gateway's process id, while it runs.
