@@ -46,6 +46,7 @@ import signal
 import subprocess
 import time
 import unittest
+from collections.abc import Callable
 from typing import Any
 
 import harness
@@ -201,6 +202,25 @@ class ClientCase(unittest.TestCase):
         # The real server wrote the entity, and the hidden call deleted nothing.
         self.assertIn(ENTITY["name"], self.memory.read_text())
 
+    def assert_served_as_listed(
+        self,
+        model: ModelServer,
+        turns: list[Any],
+        tools: Callable[[Any], set[str]],
+        results: Callable[[Any], list[tuple[str, str]]],
+        history: str,
+    ) -> None:
+        """The README's run, seen by the model: four agent turns, each with
+        the gateway's tools exactly as listed (call exposure: the list never
+        changes, deferred tools stay out), the gateway's answers in the last
+        turn's conversation (`history` is its key; `results` reads them),
+        and the hidden tool never sent."""
+        self.assertEqual(len(turns), 4, [json.dumps(t)[:300] for t in turns])
+        for body in turns:
+            self.assertEqual(tools(body), LISTED)
+        self.assert_results(results(turns[-1][history]))
+        self.assert_hidden_never_sent(model, turns, history)
+
     def assert_hidden_never_sent(self, server: ModelServer, turns: list[Any], history: str) -> None:
         """No request the client made names the hidden tool outside the
         conversation (`history` is its key): not in a tool list, a system
@@ -292,13 +312,13 @@ class ClaudeCode(ClientCase):
             )
             self.assert_finished(run, model)
 
-            turns = self.agent_turns(model)
-            self.assertEqual(len(turns), 4, [json.dumps(t)[:300] for t in turns])
-            for body in turns:
-                # Call exposure: the list never changes, deferred tools stay out.
-                self.assertEqual(self.gateway_tools(body), LISTED)
-            self.assert_results(claude_results(turns[-1]["messages"], self.prefix))
-            self.assert_hidden_never_sent(model, turns, "messages")
+            self.assert_served_as_listed(
+                model,
+                self.agent_turns(model),
+                self.gateway_tools,
+                lambda history: claude_results(history, self.prefix),
+                "messages",
+            )
         self.assert_no_gateway_left()
 
     def test_claude_code_own_tool_search(self) -> None:
@@ -465,12 +485,13 @@ class Codex(ClientCase):
             run = self.run_codex(model)
             self.assert_finished(run, model)
 
-            turns = self.agent_turns(model)
-            self.assertEqual(len(turns), 4, [json.dumps(t)[:300] for t in turns])
-            for body in turns:
-                self.assertEqual(self.namespace_tools(body), LISTED)
-            self.assert_results(codex_results(turns[-1]["input"], self.namespace))
-            self.assert_hidden_never_sent(model, turns, "input")
+            self.assert_served_as_listed(
+                model,
+                self.agent_turns(model),
+                self.namespace_tools,
+                lambda history: codex_results(history, self.namespace),
+                "input",
+            )
         self.assert_no_gateway_left()
 
     def test_codex_does_not_reread_the_list(self) -> None:
@@ -546,6 +567,15 @@ class ChatClient(ClientCase):
             return [step]
         return [("tool", self.prefix + step[0], step[1])]
 
+    def assert_chat_served_as_listed(self, model: ModelServer, turns: list[Any]) -> None:
+        self.assert_served_as_listed(
+            model,
+            turns,
+            self.gateway_tools,
+            lambda history: chat_results(history, self.prefix),
+            "messages",
+        )
+
     def gateway_tools(self, body: Any) -> set[str]:
         names = chat_tool_names(body)
         return {n[len(self.prefix) :] for n in names if n.startswith(self.prefix)}
@@ -605,12 +635,7 @@ class OpenCode(ChatClient):
             run = self.run_opencode(model)
             self.assert_finished(run, model)
 
-            turns = self.agent_turns(model)
-            self.assertEqual(len(turns), 4, [json.dumps(t)[:300] for t in turns])
-            for body in turns:
-                self.assertEqual(self.gateway_tools(body), LISTED)
-            self.assert_results(chat_results(turns[-1]["messages"], self.prefix))
-            self.assert_hidden_never_sent(model, turns, "messages")
+            self.assert_chat_served_as_listed(model, self.agent_turns(model))
         self.assert_no_gateway_left()
 
     def test_opencode_rereads_the_list(self) -> None:
@@ -697,11 +722,7 @@ class QwenCode(ChatClient):
             self.assert_finished(run, model)
 
             turns = self.agent_turns(model, self.prefix + "tool_search")
-            self.assertEqual(len(turns), 4, [json.dumps(t)[:300] for t in turns])
-            for body in turns:
-                self.assertEqual(self.gateway_tools(body), LISTED)
-            self.assert_results(chat_results(turns[-1]["messages"], self.prefix))
-            self.assert_hidden_never_sent(model, turns, "messages")
+            self.assert_chat_served_as_listed(model, turns)
         self.assert_no_gateway_left()
 
     def test_qwen_code_does_not_reread_the_list(self) -> None:
