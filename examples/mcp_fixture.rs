@@ -69,6 +69,8 @@ struct Pages {
     circle: bool,
     /// Tools `extra_0`, `extra_1`, ... after the named ones.
     extra: usize,
+    /// KiB of padding in each description.
+    pad_kib: usize,
 }
 
 #[derive(Clone)]
@@ -81,17 +83,13 @@ struct Fixture {
     pages: Pages,
 }
 
-fn tool(name: &str) -> Tool {
+/// A tool of the fixture; `pad` is added to its description.
+fn tool(name: &str, pad: &str) -> Tool {
     let schema = json!({"type": "object", "properties": {"text": {"type": "string"}}});
     let schema = match schema {
         serde_json::Value::Object(o) => o,
         _ => Default::default(),
     };
-    // `FIXTURE_DESCRIPTION_KIB` pads each description to that size.
-    let pad = std::env::var("FIXTURE_DESCRIPTION_KIB")
-        .ok()
-        .and_then(|k| k.parse::<usize>().ok())
-        .map_or(String::new(), |kib| " padding".repeat(kib * 128));
     Tool::new(
         name.to_string(),
         format!("Tool {name} of the fixture. It does what its name says.{pad}"),
@@ -138,9 +136,10 @@ impl ServerHandler for Fixture {
         LISTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut names = self.tools.lock().map(|t| t.clone()).unwrap_or_default();
         names.extend((0..self.pages.extra).map(|i| format!("extra_{i}")));
+        let pad = " padding".repeat(self.pages.pad_kib * 128);
         let Some(size) = self.pages.size else {
             return Ok(ListToolsResult::with_all_items(
-                names.iter().map(|n| tool(n)).collect(),
+                names.iter().map(|n| tool(n, &pad)).collect(),
             ));
         };
         // Pages of `size` tools; the cursor is the index of the next one.
@@ -150,8 +149,9 @@ impl ServerHandler for Fixture {
             .unwrap_or(0)
             .min(names.len());
         let end = (start + size).min(names.len());
-        let mut page =
-            ListToolsResult::with_all_items(names[start..end].iter().map(|n| tool(n)).collect());
+        let mut page = ListToolsResult::with_all_items(
+            names[start..end].iter().map(|n| tool(n, &pad)).collect(),
+        );
         page.next_cursor = match self.pages.circle {
             true => Some("0".into()),
             false => (end < names.len()).then(|| end.to_string()),
@@ -296,6 +296,10 @@ async fn main() {
                 .and_then(|s| s.parse().ok()),
             circle: std::env::var("FIXTURE_PAGES_CIRCLE").as_deref() == Ok("1"),
             extra: std::env::var("FIXTURE_EXTRA_TOOLS")
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0),
+            pad_kib: std::env::var("FIXTURE_DESCRIPTION_KIB")
                 .ok()
                 .and_then(|s| s.parse().ok())
                 .unwrap_or(0),
