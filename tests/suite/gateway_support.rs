@@ -116,7 +116,8 @@ pub struct Gateway {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: Receiver<String>,
-    stderr: Arc<Mutex<String>>,
+    /// Standard error read so far, and when it last grew.
+    stderr: Arc<Mutex<(String, Instant)>>,
     /// While set, the gateway's standard error is not read, as by a client
     /// that pipes it and never reads it.
     stderr_paused: Arc<std::sync::atomic::AtomicBool>,
@@ -152,7 +153,7 @@ impl Gateway {
                 }
             }
         });
-        let stderr = Arc::new(Mutex::new(String::new()));
+        let stderr = Arc::new(Mutex::new((String::new(), Instant::now())));
         let sink = Arc::clone(&stderr);
         let stderr_paused = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let paused = Arc::clone(&stderr_paused);
@@ -170,8 +171,9 @@ impl Gateway {
                     Ok(_) => {}
                 }
                 let mut s = sink.lock().unwrap();
-                s.push_str(line.trim_end_matches('\n'));
-                s.push('\n');
+                s.0.push_str(line.trim_end_matches('\n'));
+                s.0.push('\n');
+                s.1 = Instant::now();
             }
         });
         Gateway {
@@ -337,15 +339,27 @@ impl Gateway {
         Some(self.child.id())
     }
 
+    /// Standard error as read so far, once it has been quiet for 100 ms
+    /// since this call (at most a second): the gateway writes it from a
+    /// thread of its own, so a line may reach it just after the answer that
+    /// followed it.
     pub fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
+        let asked = Instant::now();
+        let quiet = Duration::from_millis(100);
+        loop {
+            let (text, grew) = self.stderr.lock().unwrap().clone();
+            if grew.max(asked).elapsed() >= quiet || asked.elapsed() >= Duration::from_secs(1) {
+                return text;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// Waits until standard error contains `text` `times` times.
     pub fn wait_stderr(&self, text: &str, times: usize) -> bool {
         let until = Instant::now() + DEADLINE;
         while Instant::now() < until {
-            if self.stderr().matches(text).count() >= times {
+            if self.stderr.lock().unwrap().0.matches(text).count() >= times {
                 return true;
             }
             std::thread::sleep(Duration::from_millis(20));
