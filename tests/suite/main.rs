@@ -27,6 +27,7 @@ mod policies;
 mod props_format;
 mod props_lint;
 mod props_table;
+mod readme;
 mod robustness;
 mod runtime_behaviour;
 mod runtime_engine;
