@@ -302,3 +302,98 @@ fn shell_lines_join_continuations_and_cut_comments() {
         vec!["search", "open a page", "--mode", "agent"]
     );
 }
+
+/// The `gateway` arguments of each client entry of a config, by entry name.
+fn entry_modes(entries: &serde_json::Map<String, serde_json::Value>) -> Vec<(String, String)> {
+    entries
+        .iter()
+        .map(|(name, entry)| {
+            let args: Vec<&str> = entry["args"]
+                .as_array()
+                .unwrap_or_else(|| panic!("entry `{name}` has no args"))
+                .iter()
+                .filter_map(serde_json::Value::as_str)
+                .collect();
+            assert_eq!(args.first(), Some(&"gateway"), "entry `{name}`");
+            let at = args
+                .iter()
+                .position(|a| *a == "--mode")
+                .unwrap_or_else(|| panic!("entry `{name}` passes no `--mode`"));
+            let policy = args
+                .iter()
+                .position(|a| *a == "--policy")
+                .and_then(|i| args.get(i + 1))
+                .unwrap_or_else(|| panic!("entry `{name}` passes no `--policy`"));
+            assert!(
+                policy.ends_with("/modes.policy"),
+                "entry `{name}` runs `{policy}`, not the policy the section copies"
+            );
+            (name.clone(), args[at + 1].to_string())
+        })
+        .collect()
+}
+
+/// The client entries of "Modes and flags behind the gateway" are one per
+/// mode of the policy they run, each passing its own `--mode`: the section's
+/// Claude Code `claude mcp add` lines and `.mcp.json`, and Codex's TOML.
+#[test]
+fn the_client_entries_give_every_mode_of_the_policy_its_own_entry() {
+    let doc = readme();
+    let start = doc
+        .find("## Modes and flags behind the gateway")
+        .expect("the section");
+    let end = doc[start..]
+        .find("\n## A short tour")
+        .map_or(doc.len(), |e| start + e);
+    let section = blocks(&doc[start..end]);
+    let text =
+        std::fs::read_to_string(root().join("examples/gateway/modes.policy")).expect("policy");
+    let policy = toolpolicy::Policy::parse("modes.policy", &text).expect("the policy loads");
+    let mut declared = policy.modes.clone();
+    declared.sort();
+
+    let json = section
+        .iter()
+        .find(|b| b.lang == "json")
+        .expect("a .mcp.json");
+    let config: serde_json::Value = serde_json::from_str(&json.text).expect(".mcp.json parses");
+    let mut modes: Vec<String> = entry_modes(config["mcpServers"].as_object().expect("mcpServers"))
+        .into_iter()
+        .map(|(_, m)| m)
+        .collect();
+    modes.sort();
+    assert_eq!(modes, declared, ".mcp.json");
+
+    let toml_block = section
+        .iter()
+        .find(|b| b.lang == "toml")
+        .expect("a Codex block");
+    let config: toml::Value = toml::from_str(&toml_block.text).expect("the TOML parses");
+    let as_json = serde_json::to_value(&config["mcp_servers"]).expect("as JSON");
+    let mut modes: Vec<String> = entry_modes(as_json.as_object().expect("mcp_servers"))
+        .into_iter()
+        .map(|(_, m)| m)
+        .collect();
+    modes.sort();
+    assert_eq!(modes, declared, "Codex's config.toml");
+
+    let sh = section
+        .iter()
+        .filter(|b| b.lang == "sh")
+        .flat_map(|b| shell_lines(&b.text))
+        .filter(|l| l.starts_with("claude mcp add"))
+        .collect::<Vec<_>>();
+    let mut modes: Vec<String> = sh
+        .iter()
+        .map(|line| {
+            let w = words(line);
+            let at = w
+                .iter()
+                .position(|a| a == "--mode")
+                .expect("`--mode` in the line");
+            w[at + 1].clone()
+        })
+        .collect();
+    modes.sort();
+    assert_eq!(modes, declared, "the `claude mcp add` lines");
+}
