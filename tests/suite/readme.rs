@@ -397,3 +397,21 @@ fn the_client_entries_give_every_mode_of_the_policy_its_own_entry() {
     modes.sort();
     assert_eq!(modes, declared, "the `claude mcp add` lines");
 }
+
+/// The policy the path shows is the bundled file its commands run, comments
+/// of the file's head aside.
+#[test]
+fn the_policy_the_readme_shows_is_the_one_its_commands_run() {
+    let doc = readme();
+    let at = doc.find("### 2. Write a policy").expect("the step");
+    let shown = blocks(&doc[at..])
+        .into_iter()
+        .find(|b| b.lang.is_empty())
+        .expect("the policy's block");
+    let file =
+        std::fs::read_to_string(root().join("examples/gateway/modes.policy")).expect("policy");
+    assert!(
+        file.ends_with(&shown.text),
+        "README's policy differs from examples/gateway/modes.policy"
+    );
+}
