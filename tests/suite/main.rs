@@ -8,6 +8,7 @@ mod conformance;
 mod data_paths;
 mod diagnostics_doc;
 mod differential;
+mod docs_examples;
 mod fail_closed;
 mod fixtures;
 #[cfg(feature = "gateway")]
