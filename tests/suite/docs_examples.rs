@@ -59,3 +59,47 @@ fn the_commands_the_language_page_shows_print_what_it_says() {
     }
     assert!(seen >= 2, "only {seen} commands found");
 }
+
+fn doc(name: &str) -> String {
+    std::fs::read_to_string(root().join("docs").join(name)).expect("the page")
+}
+
+/// The registry page's example loads, every shape in it, with the facts the
+/// page gives for each field; its skill list too.
+#[test]
+fn the_registry_page_examples_load() {
+    let json = blocks(&doc("registry.md"), "json");
+    let registry = toolpolicy::Registry::from_json(&json[0]).expect("the registry example loads");
+    let names: Vec<&str> = registry.tools().iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["read", "github__create_issue", "web_fetch", "notebook_edit"]
+    );
+    let fetch = registry.get("web_fetch").expect("the nested OpenAI shape");
+    assert_eq!(fetch.source.as_deref(), Some("builtin"));
+    assert!(registry.get("notebook_edit").expect("hint").defer_loading);
+    let issue = registry.get("github__create_issue").expect("the MCP shape");
+    assert!(issue.extra.contains_key("annotations"));
+    let skills = toolpolicy::SkillList::from_json(&json[1]).expect("the skill list loads");
+    assert!(!skills.get("release-notes").expect("listed").model_invocable);
+    assert_eq!(
+        skills.by_key("review").map(|s| s.name.as_str()),
+        Some("code-review")
+    );
+}
+
+/// The replay page's scenario is the bundled one its command runs.
+#[test]
+fn the_replay_page_shows_the_bundled_scenario() {
+    let json = blocks(&doc("replay.md"), "json");
+    let file = std::fs::read_to_string(root().join("examples/gateway/review-session.json"))
+        .expect("the scenario");
+    assert_eq!(json[0], file);
+    let out = policy(&["replay", "examples/gateway/review-session.json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
