@@ -2,6 +2,7 @@
 //! every chat of a host. Hot reload swaps them whole; a reload that fails
 //! throws and leaves the last good engine in place.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use napi::bindgen_prelude::Unknown;
@@ -28,14 +29,26 @@ pub struct Engine {
     builder: Arc<Builder>,
 }
 
+/// Reads a file through the library's reader, so that its size cap holds
+/// here too: `/dev/zero` or a runaway registry is refused, not read until
+/// memory runs out.
 fn read(env: &Env, path: &str) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|e| {
+    toolpolicy::input::read(Path::new(path)).map_err(|e| {
         error::usage(
             env,
-            format!("cannot read `{path}`: {}", e.to_string().to_lowercase()),
+            format!("cannot read `{path}`: {}", lowercase_first(&e.to_string())),
             None,
         )
     })
+}
+
+/// The system's `No such file or directory` as a message starts:
+/// lowercase, with the rest (the library's `64 MiB`) left as it is.
+fn lowercase_first(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map_or_else(String::new, |c| c.to_lowercase().chain(chars).collect())
 }
 
 fn utf8(env: &Env, path: &str, bytes: Vec<u8>) -> Result<String> {
