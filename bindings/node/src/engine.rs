@@ -286,6 +286,20 @@ impl Engine {
     }
 }
 
+/// A text file read the way the engine reads its own inputs: under the
+/// library's 64 MiB cap, as UTF-8, without a leading byte-order mark. For a
+/// host's own files (a settings file, a policy it passes as text), so that
+/// `/dev/zero` or an endless pipe is refused there too.
+#[napi(ts_args_type = "path: string")]
+pub fn read_input(env: Env, path: Unknown) -> Result<String> {
+    let path = args::string(&env, &path, "path")?;
+    let text = utf8(&env, &path, read(&env, &path)?)?;
+    Ok(match toolpolicy::input::strip_bom(&text).len() {
+        n if n == text.len() => text,
+        n => text[text.len() - n..].to_string(),
+    })
+}
+
 /// For `bench.mjs`: the same calls as its JavaScript ones, timed in Rust in
 /// the same process, so that the difference (what JavaScript adds) is
 /// measured under the same load. Nanoseconds per call.

@@ -6,7 +6,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -99,6 +100,9 @@ test('every file read is capped at 64 MiB: /dev/zero is refused, not read until 
     assert.equal(thrown.name, 'ToolPolicyError', `${what}: ${thrown.message}`);
     assert.equal(thrown.message, message('/dev/zero'), what);
   }
+  // A host's own files (the pi extension's policy and settings) read the same way.
+  const own = inChild(`require(${JSON.stringify(modulePath)}).readInput('/dev/zero')`);
+  assert.equal(own?.message, message('/dev/zero'));
   // The ordinary errors read as before.
   const missing = inChild(`Engine.fromFiles('/nonexistent/p.policy', ${JSON.stringify(registryPath)})`);
   assert.match(missing.message, /^cannot read `\/nonexistent\/p\.policy`: no such file or directory/);
@@ -131,6 +135,25 @@ test('a FIFO is read like a file: under the same cap when it never ends, whole w
     assert.equal(whole, null, whole?.message);
   } finally {
     for (const w of writers) if (w.exitCode === null && w.signalCode === null) w.kill();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('readInput reads text as the engine does: without a byte-order mark, UTF-8 or an error naming the file', () => {
+  const { readInput } = createRequire(import.meta.url)(modulePath);
+  const dir = mkdtempSync(join(tmpdir(), 'toolpolicy-node-'));
+  try {
+    writeFileSync(join(dir, 'bom.policy'), '\ufeffDefer(*)\n');
+    assert.equal(readInput(join(dir, 'bom.policy')), 'Defer(*)\n');
+    writeFileSync(join(dir, 'latin1.policy'), Buffer.from([0x44, 0xe9, 0x0a]));
+    assert.throws(() => readInput(join(dir, 'latin1.policy')), { name: 'ToolPolicyError', message: /^`.*latin1\.policy` is not UTF-8$/ });
+    assert.throws(() => readInput(join(dir, 'none.policy')), {
+      name: 'ToolPolicyError',
+      message: /^cannot read `.*none\.policy`: no such file or directory/,
+    });
+    assert.throws(() => readInput(dir), { name: 'ToolPolicyError', message: /^cannot read `.*`: is a directory/ });
+    assert.throws(() => readInput(1), { name: 'ToolPolicyError', message: 'path must be a string, not a number' });
+  } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 });
