@@ -291,6 +291,8 @@ impl Engine {
 /// host's own files (a settings file, a policy it passes as text), so that
 /// `/dev/zero` or an endless pipe is refused there too.
 #[napi(ts_args_type = "path: string")]
+// Only JavaScript calls it; unit tests build no module registration.
+#[cfg_attr(test, allow(dead_code))]
 pub fn read_input(env: Env, path: Unknown) -> Result<String> {
     let path = args::string(&env, &path, "path")?;
     let text = utf8(&env, &path, read(&env, &path)?)?;
