@@ -103,3 +103,84 @@ fn the_replay_page_shows_the_bundled_scenario() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A heading's anchor as GitHub makes it: lowercase, punctuation dropped,
+/// spaces as `-`.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | ' '))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// Text outside fenced blocks.
+fn prose(text: &str) -> String {
+    let mut out = String::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Every relative link of the README and the docs pages leads to a file of
+/// the repository, and a `#fragment` to a heading of that page: the pages
+/// were moved about, and a newcomer follows the links.
+#[test]
+fn every_link_of_the_readme_and_docs_resolves() {
+    let mut pages = vec![root().join("README.md")];
+    for entry in std::fs::read_dir(root().join("docs")).expect("docs/") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|e| e == "md") {
+            pages.push(path);
+        }
+    }
+    let anchors = |path: &std::path::Path| -> Vec<String> {
+        let text = prose(&std::fs::read_to_string(path).expect("page"));
+        text.lines()
+            .filter_map(|l| l.strip_prefix('#'))
+            .map(|l| anchor(l.trim_start_matches('#')))
+            .collect()
+    };
+    let mut links = 0;
+    for page in &pages {
+        let text = prose(&std::fs::read_to_string(page).expect("page"));
+        for (at, _) in text.match_indices("](") {
+            let rest = &text[at + 2..];
+            let Some(end) = rest.find(')') else { continue };
+            let link = &rest[..end];
+            if link.starts_with("http") || link.contains(' ') {
+                continue;
+            }
+            let (path, fragment) = link.split_once('#').unwrap_or((link, ""));
+            let target = if path.is_empty() {
+                page.clone()
+            } else {
+                page.parent().expect("folder").join(path)
+            };
+            assert!(
+                target.exists(),
+                "{}: `{link}` leads to no file",
+                page.display()
+            );
+            if !fragment.is_empty() && (path.is_empty() || path.ends_with(".md")) {
+                assert!(
+                    anchors(&target).iter().any(|a| a == fragment),
+                    "{}: `{link}` names no heading of {}",
+                    page.display(),
+                    target.display()
+                );
+            }
+            links += 1;
+        }
+    }
+    assert!(links > 50, "only {links} links found");
+}
