@@ -87,6 +87,33 @@ def readme_block(heading: str, lang: str) -> str:
     return match.group(1)
 
 
+
+def readme_modes_block(contains: str, lang: str) -> str:
+    """The first fenced `lang` block holding `contains` in README.md's
+    "Modes and flags behind the gateway"."""
+    text = (ROOT / "README.md").read_text()
+    start = text.index("## Modes and flags behind the gateway")
+    end = text.index("\n## ", start + 1)
+    for match in re.compile(rf"```{lang}\n(.*?)```", re.S).finditer(text, start, end):
+        if contains in match.group(1):
+            return match.group(1)
+    raise AssertionError(f"README.md: no ```{lang} block with {contains!r} about modes")
+
+
+# A policy with the two modes of the README's example, over the memory server.
+MODES_POLICY = """\
+search tool_search
+mode work {
+  NoDefer(memory__read_graph, memory__create_entities)
+  Defer(*)
+}
+mode review {
+  NoDefer(memory__read_graph)
+  Hide(memory__create*, memory__delete*)
+  Defer(*)
+}
+"""
+
 def next_step(results: list[tuple[str, str]]) -> tuple:
     """The scripted conversation: given the gateway tools' results so far,
     as (tool, text), the model's next move: a gateway tool and its arguments,
@@ -357,6 +384,40 @@ class ClaudeCode(ClientCase):
                 self.assertEqual(sorted(loaded), sorted(gateway_tools))
             self.assert_results(claude_results(turns[-1]["messages"], self.prefix))
             self.assert_hidden_never_sent(model, turns[1:], "messages")
+        self.assert_no_gateway_left()
+
+    def test_claude_code_one_entry_per_mode_from_the_readme(self) -> None:
+        """The README's `claude mcp add` lines, one per mode, each connect;
+        an entry without `--mode` on the same policy is what the README says
+        a client shows: a server that failed to connect, nothing more."""
+        config = self.home / ".config" / "toolpolicy"
+        (config / "modes.policy").write_text(MODES_POLICY)
+        env = client_env(self.home, self.bin, **CLAUDE_QUIET)
+        snippet = readme_modes_block("claude mcp add", "sh")
+        self.assertIn("--mode work", snippet)
+        self.assertIn("--mode review", snippet)
+        added = run_client(["bash", "-c", snippet], env, self.project)
+        self.assertEqual(added.returncode, 0, added.stderr)
+        listed = run_client(["claude", "mcp", "list"], env, self.project)
+        shown = listed.stdout + listed.stderr
+        self.assertRegex(shown, r"tools-work: policy gateway --mode work .*✔ Connected", shown)
+        self.assertRegex(shown, r"tools-review: policy gateway --mode review .*✔ Connected", shown)
+
+        # The work line, as one line, under another name and without `--mode`.
+        work = snippet.replace("\\\n", " ").splitlines()[0]
+        without = work.replace("tools-work", "tools-none").replace(" --mode work", "")
+        self.assertNotEqual(without, work)
+        added = run_client(["bash", "-c", without], env, self.project)
+        self.assertEqual(added.returncode, 0, added.stderr)
+        listed = run_client(["claude", "mcp", "list"], env, self.project)
+        shown = listed.stdout + listed.stderr
+        line = next((l for l in shown.splitlines() if l.startswith("tools-none:")), "")
+        self.assertRegex(line, r"policy gateway --policy \S+modes.policy --servers ", shown)
+        self.assertIn("Failed to connect", line, shown)
+        # Run by hand, the same command says why.
+        direct = run_client(["bash", "-c", without.split(" -- ", 1)[1]], env, self.project)
+        self.assertEqual(direct.returncode, 2, direct.stderr)
+        self.assertIn("`--mode` is required", direct.stderr)
         self.assert_no_gateway_left()
 
     def test_claude_code_is_served_call_exposure_under_list_changed(self) -> None:
