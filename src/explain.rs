@@ -128,7 +128,7 @@ pub fn rule_ref(policy: &Policy, span: crate::ast::Span) -> RuleRef {
     }
 }
 
-fn origin_ref(policy: &Policy, origin: Option<Origin>) -> Option<RuleRef> {
+pub(crate) fn origin_ref(policy: &Policy, origin: Option<Origin>) -> Option<RuleRef> {
     match origin? {
         Origin::Rule(i) => policy
             .rules

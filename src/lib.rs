@@ -5,6 +5,7 @@
 //! → compiled [`table`] → [`decision`]s → per-turn plans (`runtime`).
 
 pub mod ast;
+pub mod audit;
 pub mod chars;
 pub mod decision;
 pub mod diag;

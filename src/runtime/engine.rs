@@ -8,7 +8,10 @@
 //! leaves the last good snapshot in place and returns why.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
+
+use crate::audit::{AuditHook, Event, EventKind};
 
 use crate::decision::{Context, ContextError, ItemRef};
 use crate::policy::{LoadErrors, Policy};
@@ -290,11 +293,22 @@ impl Snapshot {
 }
 
 /// The shared engine. `Send + Sync`: put it in an `Arc` and hand it to every session.
-#[derive(Debug)]
 pub struct Engine {
     current: RwLock<Arc<Snapshot>>,
     /// Serializes reloads, so two at once cannot undo each other.
     reload: Mutex<()>,
+    /// The audit subscriber new sessions take, and reload events go to.
+    audit: RwLock<Option<AuditHook>>,
+    /// Sessions made with a subscriber, for their names.
+    audited: AtomicU64,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("current", &self.current)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Engine {
@@ -309,6 +323,55 @@ impl Engine {
         Engine {
             current: RwLock::new(Arc::new(snapshot)),
             reload: Mutex::new(()),
+            audit: RwLock::new(None),
+            audited: AtomicU64::new(0),
+        }
+    }
+
+    /// Subscribes `hook` to the events of every session made from now on,
+    /// and to the engine's own (`reload`); `None` ends the subscription for
+    /// sessions made later. Each session's events carry a name unique in
+    /// this process (`PID-N`, the process id in hex); a front end with names
+    /// of its own sets them with [`Session::set_audit`].
+    pub fn set_audit(&self, hook: Option<AuditHook>) {
+        *self.audit.write().unwrap_or_else(PoisonError::into_inner) = hook;
+    }
+
+    /// The hook set with [`Engine::set_audit`].
+    pub fn audit_hook(&self) -> Option<AuditHook> {
+        self.audit
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Hands an engine-wide event (`reload`, `drift`) to the subscriber.
+    pub fn emit(&self, kind: EventKind) {
+        if let Some(hook) = self.audit_hook() {
+            hook(&Event::global(kind));
+        }
+    }
+
+    fn audited_session(&self, mut session: Session) -> Session {
+        if let Some(hook) = self.audit_hook() {
+            let n = self.audited.fetch_add(1, Ordering::Relaxed) + 1;
+            session.set_audit(Some(hook), &format!("{:x}-{n}", std::process::id()));
+        }
+        session
+    }
+
+    fn reloaded<E>(
+        &self,
+        what: &str,
+        result: &Result<(), E>,
+        codes: impl FnOnce(&E) -> Vec<String>,
+    ) {
+        if self.audit_hook().is_some() {
+            self.emit(EventKind::Reload {
+                what: what.into(),
+                ok: result.is_ok(),
+                codes: result.as_ref().err().map(codes).unwrap_or_default(),
+            });
         }
     }
 
@@ -322,7 +385,7 @@ impl Engine {
     pub fn session(&self, ctx: Context) -> Result<Session, ContextError> {
         let snap = self.snapshot();
         snap.base(&ctx)?;
-        Ok(Session::new(ctx, Arc::clone(snap.registry_arc())))
+        Ok(self.audited_session(Session::new(ctx, Arc::clone(snap.registry_arc()))))
     }
 
     /// Resumes a persisted session: its activations are rebuilt from the
@@ -331,7 +394,7 @@ impl Engine {
     /// make a resumed session activate a different tool.
     pub fn resume(&self, state: SessionState) -> Result<Session, ContextError> {
         let snap = self.snapshot();
-        let mut session = Session::from_state(state, &snap);
+        let mut session = self.audited_session(Session::from_state(state, &snap));
         session.restart(self)?;
         Ok(session)
     }
@@ -365,24 +428,26 @@ impl Engine {
     /// Parses policy text and, if it loads, makes it current; on error the
     /// engine stays on the last good policy and the errors say why.
     pub fn reload_policy(&self, name: &str, text: &str) -> Result<(), LoadErrors> {
-        let policy = Policy::parse(name, text)?;
-        self.set_policy(policy);
-        Ok(())
+        let result = Policy::parse(name, text).map(|policy| self.set_policy(policy));
+        self.reloaded("policy", &result, |e| {
+            e.diagnostics.iter().map(|d| d.code.to_string()).collect()
+        });
+        result
     }
 
     /// Reads a registry document and, if it loads, makes it current; on error
     /// the engine keeps the last good registry.
     pub fn reload_registry(&self, json: &str) -> Result<(), LoadError> {
-        let registry = Registry::from_json(json)?;
-        self.set_registry(registry);
-        Ok(())
+        let result = Registry::from_json(json).map(|registry| self.set_registry(registry));
+        self.reloaded("registry", &result, |_| Vec::new());
+        result
     }
 
     /// Reads a skill list and, if it loads, makes it current.
     pub fn reload_skills(&self, json: &str) -> Result<(), LoadError> {
-        let skills = SkillList::from_json(json)?;
-        self.set_skills(skills);
-        Ok(())
+        let result = SkillList::from_json(json).map(|skills| self.set_skills(skills));
+        self.reloaded("skills", &result, |_| Vec::new());
+        result
     }
 }
 

@@ -16,7 +16,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::decision::{Context, ContextError};
+use crate::audit::{Audit, AuditHook, EventCause, EventKind, Forwarded, Outcome};
+use crate::decision::{Context, ContextError, ItemRef};
 use crate::registry::{Registry, Skill};
 use crate::search::Explanation;
 use crate::settings::{Activation, OnMiss};
@@ -40,7 +41,16 @@ pub struct Session {
     /// Tools declared by `on_miss = "activate"` since the last prompt, mode
     /// switch or restart: they count against `max_activations` like a load.
     misses: u8,
+    /// The audit subscription; `None` costs nothing.
+    audit: Option<Audit>,
+    /// Allowed calls whose result is not known yet (audit only): their
+    /// `call` event waits for it.
+    pending: Vec<(String, Option<EventCause>)>,
 }
+
+/// Allowed calls whose `call` event waits for a result; past this the
+/// oldest is written without one.
+const PENDING_LIMIT: usize = 64;
 
 /// A session as a host persists it: the context and the names with evidence.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -72,6 +82,8 @@ impl Session {
             activated: IndexList::default(),
             evidence: EvidenceLog::default(),
             misses: 0,
+            audit: None,
+            pending: Vec::new(),
         }
     }
 
@@ -87,6 +99,62 @@ impl Session {
             activated: IndexList::default(),
             evidence: EvidenceLog::from_indices(indices),
             misses: 0,
+            audit: None,
+            pending: Vec::new(),
+        }
+    }
+
+    /// Subscribes `hook` to this session's events (or, with `None`, ends
+    /// the subscription), under the name `session`.
+    pub fn set_audit(&mut self, hook: Option<AuditHook>, session: &str) {
+        self.audit = hook.map(|hook| Audit {
+            hook,
+            session: session.into(),
+            caller: self.audit.as_ref().and_then(|a| a.caller.clone()),
+        });
+    }
+
+    /// Who is calling, for the events' `caller` (a front end that knows its
+    /// clients by name).
+    pub fn set_audit_caller(&mut self, caller: Option<&str>) {
+        if let Some(a) = &mut self.audit {
+            a.caller = caller.map(Into::into);
+        }
+    }
+
+    /// The name this session's events carry, if it has a subscriber.
+    pub fn audit_session(&self) -> Option<&str> {
+        self.audit.as_ref().map(|a| &*a.session)
+    }
+
+    fn emit(&self, kind: impl FnOnce() -> EventKind) {
+        if let Some(a) = &self.audit {
+            a.emit(&self.context, kind());
+        }
+    }
+
+    /// What decided `tool`'s exposure in this session's context, for a
+    /// `call` event.
+    fn cause_of(&self, snap: &Snapshot, tool: &str) -> Option<EventCause> {
+        let i = snap.registry().index_of(tool)?;
+        let resolved = snap.table().resolve(&self.context).ok()?;
+        let t = &snap.registry().tools()[i];
+        let d = snap
+            .table()
+            .decide_with(&resolved, &ItemRef::from_tool(t), &snap.matches[i]);
+        let rule = crate::explain::origin_ref(snap.policy(), d.origin);
+        Some(EventCause {
+            kind: d.cause,
+            rule: rule.as_ref().map(|r| r.text.clone()),
+            file: rule.as_ref().map(|r| r.file.clone()),
+            line: rule.as_ref().map(|r| r.line),
+        })
+    }
+
+    /// Writes the `call` event of allowed calls whose result never came.
+    fn flush_pending(&mut self) {
+        for (tool, cause) in std::mem::take(&mut self.pending) {
+            self.emit(|| call_event(tool, Outcome::Allowed, cause, false, None, None));
         }
     }
 
@@ -138,6 +206,27 @@ impl Session {
     /// This turn's plan. Fails only when the context no longer fits the
     /// policy (a mode removed by a reload).
     pub fn plan(&self, engine: &Engine) -> Result<Plan, ContextError> {
+        let plan = self.peek_plan(engine)?;
+        self.emit(|| {
+            let tokens = plan.tokens();
+            let search: Vec<&str> = plan.search_tools().map(|t| t.name.as_str()).collect();
+            EventKind::List {
+                declared: plan.declared_len(),
+                names: plan
+                    .declared()
+                    .filter(|t| !search.contains(&t.name.as_str()))
+                    .map(|t| t.name.clone())
+                    .collect(),
+                tokens: tokens.total,
+                all_declared: tokens.all_declared,
+            }
+        });
+        Ok(plan)
+    }
+
+    /// This turn's plan, without a `list` event: for a front end that looks
+    /// at the plan for its own needs, not to give it to the model.
+    pub fn peek_plan(&self, engine: &Engine) -> Result<Plan, ContextError> {
         let snap = engine.snapshot();
         let base = snap.base(&self.context)?;
         let activated = self.activated.as_slice().iter().copied();
@@ -344,6 +433,27 @@ impl Session {
         }
         out.remaining_deferred = self.remaining(&base);
         out.write_text(verb, query, base.settings.max_activations, &snap, delivery);
+        self.emit(|| {
+            let names: Vec<String> = names.iter().map(|n| n.as_ref().to_string()).collect();
+            match verb {
+                Verb::Search => EventKind::Search {
+                    query: Some(query.to_string()),
+                    names,
+                    activated: out.activated.clone(),
+                    already_active: out.already_active.clone(),
+                    matches: out.matches.len(),
+                    matched: out.matches.clone(),
+                    empty: out.activated.is_empty(),
+                    status,
+                },
+                Verb::Load => EventKind::Load {
+                    names,
+                    activated: out.activated.clone(),
+                    unavailable: out.unavailable.clone(),
+                    status,
+                },
+            }
+        });
         Ok(out)
     }
 
@@ -388,6 +498,33 @@ impl Session {
     /// cap, a burst of direct calls would declare any number of tools at once,
     /// which one search or load cannot. The not-found result is never evidence.
     pub fn call(&mut self, engine: &Engine, tool: &str) -> Result<CallOutcome, ContextError> {
+        let outcome = self.decide_call(engine, tool)?;
+        if self.audit.is_some() {
+            let cause = self.cause_of(&engine.snapshot(), tool);
+            match outcome {
+                CallOutcome::Allowed => {
+                    if self.pending.len() >= PENDING_LIMIT {
+                        let (tool, cause) = self.pending.remove(0);
+                        self.emit(|| call_event(tool, Outcome::Allowed, cause, false, None, None));
+                    }
+                    self.pending.push((tool.to_string(), cause));
+                }
+                CallOutcome::NotFound { declared_next_step } => self.emit(|| {
+                    call_event(
+                        tool.to_string(),
+                        Outcome::NotFound,
+                        cause,
+                        declared_next_step,
+                        None,
+                        None,
+                    )
+                }),
+            }
+        }
+        Ok(outcome)
+    }
+
+    fn decide_call(&mut self, engine: &Engine, tool: &str) -> Result<CallOutcome, ContextError> {
         let (snap, base) = self.prepare(engine)?;
         let Some(i) = snap.registry().index_of(tool).map(|i| i as u32) else {
             return Ok(CallOutcome::NotFound {
@@ -421,6 +558,31 @@ impl Session {
         tool: &str,
         status: ResultStatus,
     ) -> Result<(), ContextError> {
+        self.record_forwarded(engine, tool, status, None)
+    }
+
+    /// The result of an allowed call that a front end forwarded, with what
+    /// it learnt of it (the server, the time, `isError`) for the audit log.
+    pub fn record_forwarded(
+        &mut self,
+        engine: &Engine,
+        tool: &str,
+        status: ResultStatus,
+        forwarded: Option<Forwarded>,
+    ) -> Result<(), ContextError> {
+        if let Some(at) = self.pending.iter().position(|(t, _)| t == tool) {
+            let (tool, cause) = self.pending.remove(at);
+            self.emit(|| {
+                call_event(
+                    tool,
+                    Outcome::Allowed,
+                    cause,
+                    false,
+                    Some(status),
+                    forwarded,
+                )
+            });
+        }
         let (snap, base) = self.prepare(engine)?;
         if !status.is_ok() {
             return Ok(());
@@ -459,6 +621,8 @@ impl Session {
         if base.settings.activation == Activation::PerPrompt {
             self.rebuild(&base);
         }
+        self.flush_pending();
+        self.emit(|| EventKind::Prompt);
         Ok(())
     }
 
@@ -483,6 +647,10 @@ impl Session {
                 if base.settings.activation == Activation::PerPrompt {
                     self.rebuild(&base);
                 }
+                self.flush_pending();
+                self.emit(|| EventKind::Mode {
+                    mode: self.context.mode.clone(),
+                });
                 Ok(())
             }
             Err(e) => {
@@ -496,7 +664,11 @@ impl Session {
     /// Activations stay until the next rebuild. Returns how many tools lost
     /// their evidence.
     pub fn compact(&mut self) -> usize {
-        self.evidence.clear()
+        let dropped = self.evidence.clear();
+        self.emit(|| EventKind::Compact {
+            evidence_dropped: dropped,
+        });
+        dropped
     }
 
     /// A restart: what was held in memory is gone and activations are rebuilt
@@ -505,6 +677,8 @@ impl Session {
         let (_, base) = self.prepare(engine)?;
         self.misses = 0;
         self.rebuild(&base);
+        self.flush_pending();
+        self.emit(|| EventKind::Restart);
         Ok(())
     }
 
@@ -524,5 +698,26 @@ impl Session {
             .find(|s| s.name == requested)
             .or_else(|| listed().find(|s| s.key.as_deref() == Some(requested)))
             .cloned())
+    }
+}
+
+fn call_event(
+    tool: String,
+    outcome: Outcome,
+    cause: Option<EventCause>,
+    declared_next_step: bool,
+    status: Option<ResultStatus>,
+    forwarded: Option<Forwarded>,
+) -> EventKind {
+    let forwarded = forwarded.unwrap_or_default();
+    EventKind::Call {
+        tool,
+        outcome,
+        cause,
+        declared_next_step,
+        status,
+        server: forwarded.server,
+        ms: forwarded.ms,
+        is_error: forwarded.is_error,
     }
 }

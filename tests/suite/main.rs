@@ -1,6 +1,7 @@
 //! One integration test binary: every module below is a group of tests.
 
 mod arbitrary;
+mod audit;
 mod cli;
 mod cli_runtime;
 mod cli_tools;
