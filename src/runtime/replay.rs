@@ -249,7 +249,7 @@ pub fn replay(engine: &Engine, scenario: &Scenario) -> Result<Vec<StepReport>, R
         })?;
         let status = step.status.unwrap_or_default();
         let activated = |s: &super::Session| -> Result<Value, ContextError> {
-            let plan = s.plan(engine)?;
+            let plan = s.peek_plan(engine)?;
             Ok(json!(
                 plan.activated()
                     .map(|t| t.name.as_str())

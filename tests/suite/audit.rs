@@ -223,3 +223,252 @@ fn a_session_without_a_subscriber_builds_no_event() {
     s.record_result(&engine, "Read", ResultStatus::Ok).unwrap();
     assert_eq!(s.evidence(), ["Read"]);
 }
+
+// ---------------------------------------------------------------------------
+// `replay --audit` and `policy report`
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn policy(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_policy"))
+        .current_dir(root())
+        .args(args)
+        .output()
+        .expect("the policy binary runs")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("toolpolicy-audit-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+const PI_POLICY: &str = "policies/pi-desktop.policy";
+const PI_REGISTRY: &str = "examples/registries/pi-desktop.json";
+
+/// `tests/data/audit/tuning.json` replayed `times` times into `log`.
+fn replay_tuning(log: &Path, times: usize, extra: &[&str]) {
+    for _ in 0..times {
+        let log = log.to_str().unwrap();
+        let mut args = vec![
+            "replay",
+            "tests/data/audit/tuning.json",
+            "--policy",
+            PI_POLICY,
+            "--registry",
+            PI_REGISTRY,
+            "--audit",
+            log,
+        ];
+        args.extend(extra);
+        let out = policy(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+fn stdout(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+#[test]
+fn replay_writes_one_event_per_line_with_its_version() {
+    let dir = scratch("lines");
+    let log = dir.join("audit.jsonl");
+    replay_tuning(&log, 1, &[]);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect();
+    // 8 steps, each followed by its plan, and two prompts among them.
+    assert_eq!(lines.len(), 16, "{text}");
+    for l in &lines {
+        assert_eq!(l["version"], 1);
+        assert!(l["ts"].as_str().unwrap().ends_with('Z'));
+        assert_eq!(l["context"]["mode"], "agent");
+        assert!(l.get("arguments").is_none() && l.get("result").is_none());
+    }
+    let events: Vec<&str> = lines.iter().map(|l| l["event"].as_str().unwrap()).collect();
+    assert_eq!(&events[..4], ["prompt", "list", "search", "list"]);
+    assert_eq!(lines[2]["query"], "play some jazz on spotify");
+    assert_eq!(lines[2]["empty"], true);
+    // Appended: a second run adds to the file.
+    replay_tuning(&log, 1, &[]);
+    assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), 32);
+}
+
+#[test]
+fn audit_no_queries_leaves_the_query_out() {
+    let dir = scratch("no-queries");
+    let log = dir.join("audit.jsonl");
+    replay_tuning(&log, 1, &["--audit-no-queries"]);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("\"event\":\"search\""), "{text}");
+    assert!(
+        !text.contains("\"query\"") && !text.contains("jazz"),
+        "{text}"
+    );
+    let report = stdout(&policy(&["report", log.to_str().unwrap()]));
+    assert!(report.contains("1× `(query not logged)`"), "{report}");
+}
+
+#[test]
+fn a_log_that_cannot_be_opened_is_a_warning() {
+    let dir = scratch("unopenable");
+    let log = dir.join("no-such-folder").join("audit.jsonl");
+    let out = policy(&[
+        "replay",
+        "tests/data/audit/tuning.json",
+        "--policy",
+        PI_POLICY,
+        "--registry",
+        PI_REGISTRY,
+        "--audit",
+        log.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("warning: cannot open the audit log `"),
+        "{err}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("8 steps replayed"));
+}
+
+const TUNING_REPORT: &str = "\
+32 events, 2 sessions, 16 turns listed: 20,816 tokens declared, 29,232 had every tool been declared (29% saved)
+
+searches that activated nothing:
+  2× `play some jazz on spotify`
+
+search misses (a tool called or loaded that the search before did not return):
+  `fetch a web page` then `AskUser`: its name and description lack fetch, web, page
+  `fetch a web page` then `Diagnostics`: its name and description lack fetch, web, page
+
+deferred tools loaded in most sessions (declare them):
+  AskUser (2 of 2 sessions loaded it): NoDefer(AskUser)
+  BrowserPreview (2 of 2 sessions loaded it): NoDefer(BrowserPreview)
+  Diagnostics (2 of 2 sessions loaded it): NoDefer(Diagnostics)
+  Task (2 of 2 sessions loaded it): NoDefer(Task)
+  WebFetch (2 of 2 sessions loaded it): NoDefer(WebFetch)
+  WebSearch (2 of 2 sessions loaded it): NoDefer(WebSearch)
+
+declared tools never called (defer them):
+  Bash (2 of 2 sessions declared it): `Defer(Bash)`  (not suggested: a rule of the policy would overrule it)
+  Edit (2 of 2 sessions declared it): `Defer(Edit)`  (not suggested: a rule of the policy would overrule it)
+  Write (2 of 2 sessions declared it): `Defer(Write)`  (not suggested: a rule of the policy would overrule it)
+  new_context (2 of 2 sessions declared it): `Defer(new_context)`  (not suggested: a rule of the policy would overrule it)
+
+refusals by cause:
+  2× defer `Defer(*)` at policies/pi-desktop.policy:19: Diagnostics
+
+call latency by server: none
+";
+
+#[test]
+fn report_of_a_replayed_scenario_line_by_line() {
+    let dir = scratch("golden");
+    let log = dir.join("audit.jsonl");
+    replay_tuning(&log, 2, &[]);
+    let log = log.to_str().unwrap();
+    let args = [
+        "report",
+        log,
+        "--policy",
+        PI_POLICY,
+        "--registry",
+        PI_REGISTRY,
+    ];
+    assert_eq!(stdout(&policy(&args)), TUNING_REPORT);
+
+    let json: serde_json::Value = serde_json::from_str(&stdout(&policy(
+        &[&args[..], &["--format", "json"]].concat(),
+    )))
+    .unwrap();
+    assert_eq!(json["sessions"], 2);
+    assert_eq!(
+        json["empty_searches"],
+        serde_json::json!([["play some jazz on spotify", 2]])
+    );
+    assert_eq!(json["search_misses"][0]["tool"], "AskUser");
+    assert_eq!(
+        json["search_misses"][0]["missing_words"],
+        serde_json::json!(["fetch", "web", "page"])
+    );
+    assert_eq!(json["never_called"][0]["checked"], false);
+    assert_eq!(json["load_in_most_sessions"][0]["checked"], true);
+    assert_eq!(json["refusals"][0]["rule"], "Defer(*)");
+    assert_eq!(json["refusals"][0]["at"], "policies/pi-desktop.policy:19");
+
+    // Without the policy, lines are suggested unchecked; without the
+    // registry, misses name no words.
+    let bare = stdout(&policy(&["report", log]));
+    assert!(
+        bare.contains("  Bash (2 of 2 sessions declared it): Defer(Bash)\n"),
+        "{bare}"
+    );
+    assert!(
+        bare.contains("  `fetch a web page` then `AskUser`\n"),
+        "{bare}"
+    );
+    // Nothing since a time after every event.
+    let later = stdout(&policy(&["report", log, "--since", "9999"]));
+    assert!(later.starts_with("0 events, 0 sessions"), "{later}");
+}
+
+#[test]
+fn report_reads_several_logs_in_any_order_and_skips_bad_lines() {
+    let dir = scratch("several");
+    let (a, b) = (dir.join("a.jsonl"), dir.join("b.jsonl"));
+    replay_tuning(&a, 1, &[]);
+    let out = policy(&[
+        "replay",
+        "examples/gateway/review-session.json",
+        "--audit",
+        b.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut text = std::fs::read_to_string(&b).unwrap();
+    text.insert_str(0, "{\"truncated\n");
+    text.push_str("not an event\n");
+    std::fs::write(&b, text).unwrap();
+    let report = stdout(&policy(&[
+        "report",
+        b.to_str().unwrap(),
+        a.to_str().unwrap(),
+    ]));
+    assert!(report.starts_with("26 events, 2 sessions"), "{report}");
+    assert!(
+        report.contains(
+            "  1× hide `Hide(memory__create*, memory__add*, memory__delete*)` at \
+             examples/gateway/modes.policy:17: memory__create_entities\n"
+        ),
+        "{report}"
+    );
+    let b = b.display().to_string();
+    assert!(
+        report.contains("warning: 2 lines are not events and were skipped:"),
+        "{report}"
+    );
+    assert!(report.contains(&format!("  {b}:1: ")), "{report}");
+    assert!(report.contains(&format!("  {b}:12: ")), "{report}");
+}

@@ -22,6 +22,7 @@ macro_rules! println {
     };
 }
 
+mod audit_args;
 mod check;
 mod common;
 mod diff;
@@ -33,6 +34,7 @@ mod matrix;
 mod measure;
 mod plan;
 mod replay;
+mod report;
 mod runtime_args;
 mod search;
 mod test;
@@ -72,6 +74,8 @@ enum Command {
     Replay(replay::Args),
     /// Per mode: tools and tokens when everything is declared, against the policy's plan
     Measure(measure::Args),
+    /// What audit logs show: empty searches, search misses, tools to declare or defer, refusals
+    Report(report::Args),
     /// An MCP server on standard input/output that puts the servers of a servers file behind a policy
     Gateway(gateway::Args),
 }
@@ -87,6 +91,7 @@ fn main() -> ExitCode {
         Command::Search(a) => search::run(a),
         Command::Replay(a) => replay::run(a),
         Command::Measure(a) => measure::run(a),
+        Command::Report(a) => report::run(a),
         Command::Gateway(a) => gateway::run(a),
     };
     match result {

@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use toolpolicy::chars::escape;
 use toolpolicy::runtime::{Scenario, StepReport, data_path, replay};
 
+use crate::audit_args::{self, AuditArgs};
 use crate::common::{self, CliError, Format};
 use crate::runtime_args::{load_engine, names};
 use crate::search::indent;
@@ -27,6 +28,8 @@ pub struct Args {
     /// The skill list (default: the scenario's `skills`)
     #[arg(long)]
     skills: Option<PathBuf>,
+    #[command(flatten)]
+    audit: AuditArgs,
     #[arg(long, value_enum, default_value_t)]
     format: Format,
 }
@@ -83,8 +86,13 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         &args.scenario,
     )?;
     let engine = load_engine(&policy, &registry, skills.as_deref(), args.format)?;
-    let reports =
-        replay(&engine, &scenario).map_err(|e| CliError::Usage(format!("replay stopped: {e}")))?;
+    let log = args.audit.open();
+    engine.set_audit(log.as_ref().map(|l| l.hook()));
+    let reports = replay(&engine, &scenario);
+    if let Some(log) = &log {
+        audit_args::close(log);
+    }
+    let reports = reports.map_err(|e| CliError::Usage(format!("replay stopped: {e}")))?;
     let failures: Vec<&String> = reports.iter().flat_map(|r| &r.failures).collect();
     match args.format {
         Format::Json => common::print_json(&reports)?,
