@@ -68,6 +68,12 @@ impl Connection {
         })
     }
 
+    /// Names the caller in this connection's audit events: for a front end
+    /// that knows its clients (an HTTP listener with a clients file).
+    pub fn set_caller(&self, caller: Option<&str>) {
+        lock(&self.session).set_audit_caller(caller);
+    }
+
     /// The exposure this connection serves on `version`.
     fn exposure(&self, version: Option<&ProtocolVersion>) -> Exposure {
         match self.gateway.options.exposure {
@@ -114,8 +120,10 @@ impl Connection {
         }
         let ctx = lock(&self.session).context().clone();
         let fresh = engine.session(ctx).map_err(|e| e.to_string())?;
-        let plan = fresh.plan(engine).map_err(|e| e.to_string())?;
+        let plan = fresh.peek_plan(engine).map_err(|e| e.to_string())?;
         let tools = Arc::new(to_mcp_list(&plan.tool_list(delivery)));
+        // The audit log's `list`, as this connection's session.
+        let _ = lock(&self.session).plan(engine);
         *listed = Some((generation, Arc::clone(&tools)));
         Ok(tools)
     }
@@ -124,7 +132,7 @@ impl Connection {
     fn own_tool(&self, name: &str, exposure: Exposure) -> Result<Option<Own>, String> {
         let engine = &self.gateway.engine;
         let plan = lock(&self.session)
-            .plan(engine)
+            .peek_plan(engine)
             .map_err(|e| e.to_string())?;
         let own = plan.own_tools(self.delivery(exposure));
         if !own.iter().any(|t| t.name == name) {
@@ -241,6 +249,7 @@ impl Connection {
                 .unwrap_or_else(|| format!("Tool `{}` not found.", crate::chars::escape(name)));
             return error_result(text);
         };
+        let started = std::time::Instant::now();
         let result = child
             .call(&tool, arguments, self.gateway.options.call_timeout)
             .await;
@@ -249,7 +258,12 @@ impl Connection {
         } else {
             ResultStatus::Ok
         };
-        let _ = lock(&self.session).record_result(engine, name, status);
+        let forwarded = crate::audit::Forwarded {
+            server: Some(child.name().to_string()),
+            ms: Some(started.elapsed().as_secs_f64() * 1000.0),
+            is_error: Some(result.is_error == Some(true)),
+        };
+        let _ = lock(&self.session).record_forwarded(engine, name, status, Some(forwarded));
         result
     }
 }

@@ -158,6 +158,11 @@ impl Gateway {
         }
         self.engine.set_registry(built.registry);
         *self.routes.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(built.routes);
+        self.engine.emit(crate::audit::EventKind::Reload {
+            what: "registry".into(),
+            ok: true,
+            codes: Vec::new(),
+        });
         self.bump();
     }
 

@@ -20,15 +20,27 @@ fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
     Some((meta.modified().ok()?, meta.len()))
 }
 
-/// Re-reads the policy; returns whether it is now in force.
+/// Re-reads the policy; returns whether it is now in force (and tells the
+/// audit log either way).
 pub fn reload(gateway: &Gateway) -> bool {
+    let (ok, codes) = reload_policy(gateway);
+    gateway.engine.emit(crate::audit::EventKind::Reload {
+        what: "policy".into(),
+        ok,
+        codes,
+    });
+    ok
+}
+
+/// [`reload`], with the codes of the diagnostics that kept it out.
+fn reload_policy(gateway: &Gateway) -> (bool, Vec<String>) {
     let path = &gateway.options.policy_path;
     let shown = path.display().to_string();
     let bytes = match crate::input::read(path) {
         Ok(b) => b,
         Err(e) => {
             log!("error: cannot read `{shown}`: {e}; keeping the last good policy");
-            return false;
+            return (false, Vec::new());
         }
     };
     let policy = match Policy::from_bytes(shown.clone(), &bytes) {
@@ -37,7 +49,10 @@ pub fn reload(gateway: &Gateway) -> bool {
             let shown_errors = crate::render::plain(&e.source, &e.diagnostics);
             log!("{}", shown_errors.trim_end_matches('\n'));
             log!("error: `{shown}` has errors; keeping the last good policy");
-            return false;
+            return (
+                false,
+                e.diagnostics.iter().map(|d| d.code.to_string()).collect(),
+            );
         }
     };
     let engine = &gateway.engine;
@@ -46,11 +61,11 @@ pub fn reload(gateway: &Gateway) -> bool {
     if let Err(e) = engine.session(gateway.options.context.clone()) {
         engine.set_policy(old);
         log!("error: `{shown}`: {e}; keeping the last good policy");
-        return false;
+        return (false, Vec::new());
     }
     log!("note: reloaded `{shown}`");
     gateway.bump();
-    true
+    (true, Vec::new())
 }
 
 /// Watches the policy file and SIGHUP (from [`hangup_signal`], taken

@@ -15,6 +15,8 @@ mod fixtures;
 #[cfg(feature = "gateway")]
 mod gateway;
 #[cfg(feature = "gateway")]
+mod gateway_audit;
+#[cfg(feature = "gateway")]
 mod gateway_http;
 #[cfg(feature = "gateway")]
 mod gateway_memory;

@@ -16,6 +16,7 @@ use rmcp::ServiceExt as _;
 use toolpolicy::gateway::{self, Exposure, Gateway, Options, connection::Connection, dry_run, log};
 use toolpolicy::runtime::DEFAULT_CALL_TOOL;
 
+use crate::audit_args::{self, AuditArgs};
 use crate::common::{self, CliError, Format};
 use crate::runtime_args::{ContextArgs, require_mode};
 
@@ -58,6 +59,8 @@ pub struct Args {
     /// Output of `--dry-run`
     #[arg(long, value_enum, default_value_t)]
     format: Format,
+    #[command(flatten)]
+    audit: AuditArgs,
 }
 
 fn seconds(flag: &str, secs: f64) -> Result<Duration, CliError> {
@@ -116,13 +119,22 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         .enable_all()
         .build()
         .map_err(|e| CliError::Usage(format!("cannot start the async runtime: {e}")))?;
+    let audit = if args.dry_run {
+        None
+    } else {
+        args.audit.open()
+    };
     let served = runtime.block_on(serve(
         options,
         policy,
         servers.servers,
         args.dry_run,
         args.format,
+        audit.as_ref().map(|l| l.hook()),
     ));
+    if let Some(audit) = &audit {
+        audit_args::close(audit);
+    }
     // The last notes, unless nobody reads them.
     log::flush(Duration::from_secs(1));
     // Stopped by a signal, the gateway may still be reading its input on a
@@ -137,6 +149,7 @@ async fn serve(
     servers: Vec<gateway::servers::ServerSpec>,
     dry_run: bool,
     format: Format,
+    audit: Option<toolpolicy::audit::AuditHook>,
 ) -> Result<ExitCode, CliError> {
     let mut termination = gateway::reload::Termination::catch();
     let hangup = gateway::reload::hangup_signal();
@@ -171,6 +184,8 @@ async fn serve(
             ExitCode::SUCCESS
         });
     }
+    // Set after the start, so that the registry's first build is no reload.
+    gw.engine.set_audit(audit);
     tokio::spawn(Arc::clone(&gw).follow(events));
     tokio::spawn(gateway::reload::watch(Arc::clone(&gw), hangup));
     let connection =

@@ -1,0 +1,133 @@
+//! `policy gateway --audit FILE` against the fixture server: forwarded
+//! calls carry their server, time and `isError`; refusals their rule;
+//! reloads are events; arguments and results never reach the log.
+
+use serde_json::{Value, json};
+
+use super::gateway_support::*;
+
+const POLICY: &str = "\
+guard fx__echo
+Hide(fx__secret)
+Defer(*)
+";
+
+fn events(log: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect()
+}
+
+#[test]
+#[cfg(unix)]
+fn the_gateway_writes_calls_refusals_and_reloads_but_no_argument_or_result() {
+    let dir = temp_dir("audit");
+    let (p, s) = files(
+        &dir,
+        POLICY,
+        &[("fx", fixture("echo,secret,slow,fail", &[]))],
+    );
+    let log = dir.join("audit.jsonl");
+    let log_arg = log.to_str().unwrap().to_string();
+    let mut g = Gateway::connect(&file_args(&p, &s, &["--audit", &log_arg]), "2025-11-25");
+    g.list();
+    let r = g.call("fx__echo", json!({"text": "ARGUMENT-TEXT"}));
+    assert!(text(&r).contains("ARGUMENT-TEXT"), "{r}");
+    let r = g.call("tool_search", json!({"query": "", "names": ["fx__fail"]}));
+    assert!(!is_error(&r), "{r}");
+    let r = g.call(
+        "call_tool",
+        json!({"name": "fx__fail", "arguments": {"x": "OTHER-ARGUMENT"}}),
+    );
+    assert!(is_error(&r), "{r}");
+    let r = g.call("fx__secret", json!({}));
+    assert!(is_error(&r), "{r}");
+    std::fs::write(&p, "Defer(\n").unwrap();
+    g.signal("HUP");
+    assert!(
+        g.wait_stderr("keeping the last good policy", 1),
+        "{}",
+        g.stderr()
+    );
+    assert_eq!(g.finish(), Some(0), "{}", g.stderr());
+
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        !text.contains("ARGUMENT") && !text.contains("echo: "),
+        "{text}"
+    );
+    let events = events(&log);
+    let names: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["list", "call", "search", "call", "call", "reload"],
+        "{text}"
+    );
+    let echo = &events[1];
+    assert_eq!(
+        (echo["tool"].as_str(), echo["outcome"].as_str()),
+        (Some("fx__echo"), Some("allowed"))
+    );
+    assert_eq!(
+        (echo["server"].as_str(), echo["is_error"].as_bool()),
+        (Some("fx"), Some(false))
+    );
+    assert!(echo["ms"].as_f64().is_some_and(|ms| ms >= 0.0), "{echo}");
+    assert_eq!(echo["cause"]["kind"], "guard");
+    let fail = &events[3];
+    assert_eq!(
+        (fail["tool"].as_str(), fail["is_error"].as_bool()),
+        (Some("fx__fail"), Some(true))
+    );
+    assert_eq!(fail["status"], "error");
+    let secret = &events[4];
+    assert_eq!(secret["outcome"], "not_found");
+    assert_eq!(secret["cause"]["rule"], "Hide(fx__secret)");
+    assert!(secret.get("server").is_none());
+    let reload = &events[5];
+    assert_eq!(
+        (reload["what"].as_str(), reload["ok"].as_bool()),
+        (Some("policy"), Some(false))
+    );
+    assert_eq!(reload["codes"], json!(["PL001"]));
+    assert!(reload.get("session").is_none());
+    // One session, named, in the command line's context.
+    let session = &events[0]["session"];
+    assert!(events[..5].iter().all(|e| &e["session"] == session));
+
+    let out = std::process::Command::new(policy_bin())
+        .args(["report", &log_arg])
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        report.contains("\n  fx: 2 calls, 1 errors, p50 "),
+        "{report}"
+    );
+    assert!(report.contains("1 reloads, 1 failed"), "{report}");
+    assert!(
+        report.contains("  1× hide `Hide(fx__secret)` at "),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_gateway_whose_log_cannot_be_opened_serves_on() {
+    let dir = temp_dir("audit-unopenable");
+    let (p, s) = files(&dir, POLICY, &[("fx", fixture("echo", &[]))]);
+    let log = dir.join("missing-folder").join("audit.jsonl");
+    let log = log.to_str().unwrap();
+    let mut g = Gateway::connect(&file_args(&p, &s, &["--audit", log]), "2025-11-25");
+    assert_eq!(g.list(), ["fx__echo"]);
+    assert!(
+        g.stderr().contains("warning: cannot open the audit log `"),
+        "{}",
+        g.stderr()
+    );
+    assert_eq!(g.finish(), Some(0));
+}
