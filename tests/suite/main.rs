@@ -22,6 +22,7 @@ mod gateway_support;
 mod gateway_tls;
 mod golden;
 mod linear;
+mod newcomer;
 mod output;
 mod policies;
 mod props_format;

@@ -1,0 +1,125 @@
+//! What a newcomer runs into on the way from their servers to a checked
+//! policy: misspelled flags, test files naming tools that do not exist,
+//! `explain`'s near misses, help texts.
+
+use std::collections::BTreeSet;
+
+use toolpolicy::runtime::Engine;
+use toolpolicy::{Context, Policy, Registry, SkillList};
+
+use crate::cli::{policy, scratch};
+use crate::cli_tools::text;
+
+const READONLY: &str = "\
+search tool_search
+NoDefer(read, write)
+when readonly {
+  Hide(write)
+}
+";
+
+const TOOLS: &str = r#"{"tools": [
+  {"name": "read", "description": "Read a file.", "source": "mcp:fs"},
+  {"name": "write", "description": "Write a file.", "source": "mcp:fs"},
+  {"name": "list_directory", "description": "List a folder.", "source": "mcp:fs"}
+]}"#;
+
+fn flags(names: &[&str]) -> Context {
+    Context {
+        flags: names.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>(),
+        ..Context::default()
+    }
+}
+
+#[test]
+fn a_flag_no_when_names_is_refused_with_did_you_mean_by_the_library() {
+    let policy = Policy::parse("p.policy", READONLY).unwrap();
+    let registry = Registry::from_json(TOOLS).unwrap();
+    let engine = Engine::new(policy.clone(), registry, SkillList::default());
+    let Err(e) = engine.session(flags(&["readonyl"])) else {
+        panic!("a misspelled flag was taken")
+    };
+    assert_eq!(
+        e.message,
+        "no `when` block of the policy names the flag `readonyl`"
+    );
+    assert_eq!(e.help.as_deref(), Some("did you mean `readonly`"));
+    assert!(engine.session(flags(&["readonly"])).is_ok());
+    // The reference interpreter agrees.
+    let item = toolpolicy::ItemRef::tool("write");
+    let e = toolpolicy::reference::decide(&policy, &flags(&["readonyl"]), &item).unwrap_err();
+    assert!(e.message.contains("`readonyl`"), "{e}");
+    // A policy that names no flag takes any, as one without modes takes any mode.
+    let plain = Policy::parse("p.policy", "NoDefer(*)\n").unwrap();
+    let engine = Engine::new(plain, Registry::default(), SkillList::default());
+    assert!(engine.session(flags(&["anything"])).is_ok());
+}
+
+#[test]
+fn a_misspelled_flag_fails_every_command_that_takes_a_context() {
+    let dir = scratch("flags");
+    let p = dir.join("p.policy");
+    let r = dir.join("r.json");
+    std::fs::write(&p, READONLY).unwrap();
+    std::fs::write(&r, TOOLS).unwrap();
+    let (p, r) = (p.to_str().unwrap(), r.to_str().unwrap());
+    let files = ["--policy", p, "--registry", r];
+    let runs: Vec<Vec<&str>> = vec![
+        [&["plan"][..], &files, &["--flag", "readonyl"]].concat(),
+        [&["search"][..], &files, &["--flag", "readonyl", "write"]].concat(),
+        [&["measure"][..], &files, &["--flag", "readonyl"]].concat(),
+        vec!["explain", "write", "--policy", p, "--flag", "readonyl"],
+        vec![
+            "explain",
+            "--policy",
+            p,
+            "--registry",
+            r,
+            "--flag",
+            "readonyl",
+        ],
+    ];
+    for args in runs {
+        let out = policy(&args);
+        let err = text(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {err}{}",
+            text(&out.stdout)
+        );
+        assert!(
+            err.contains("the flag `readonyl`") && err.contains("did you mean `readonly`"),
+            "{args:?}: {err}"
+        );
+    }
+    // A replay scenario's flags go through the same check.
+    let scenario = dir.join("s.json");
+    std::fs::write(
+        &scenario,
+        r#"{"flags": ["readonyl"], "steps": [{"prompt": "hi"}]}"#,
+    )
+    .unwrap();
+    let out = policy(&[
+        "replay",
+        scenario.to_str().unwrap(),
+        "--policy",
+        p,
+        "--registry",
+        r,
+    ]);
+    let err = text(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("did you mean `readonly`"), "{err}");
+    // And a test case's.
+    let tests = dir.join("p.test.toml");
+    std::fs::write(
+        &tests,
+        "[[case]]\nflags = [\"readonyl\"]\nitem = \"write\"\nexpect = \"active\"\n",
+    )
+    .unwrap();
+    let out = policy(&["test", tests.to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("did you mean `readonly`"), "{stdout}");
+}
