@@ -189,7 +189,7 @@ proptest! {
             .map(ItemRef::from_tool)
             .chain(skills.skills().iter().map(ItemRef::from_skill))
             .collect();
-        let options = Options { registry: Some(&registry), skills: Some(&skills), max_tokens: None };
+        let options = Options { registry: Some(&registry), skills: Some(&skills), max_tokens: None, ..Options::default() };
         if let Err(e) = check_claims(&text, options, &refs) {
             prop_assert!(false, "{}", e);
         }

@@ -26,6 +26,11 @@ pub struct Args {
     /// With `--registry`: warn about a mode whose first turn declares more tokens
     #[arg(long, value_name = "N", requires = "registry")]
     max_tokens: Option<u64>,
+    /// The runtime supplies the engine's own search tool, as `policy gateway`
+    /// and the Node module do: the first name a `search` statement gives needs
+    /// no registry entry. Implied when that name is `tool_search`
+    #[arg(long)]
+    engine_tools: bool,
     /// Fail on warnings as well as errors
     #[arg(long)]
     deny_warnings: bool,
@@ -79,6 +84,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                             registry: registry.as_ref(),
                             skills: skills.as_ref(),
                             max_tokens: args.max_tokens,
+                            engine_search: args.engine_tools,
                         },
                     ));
                 }
