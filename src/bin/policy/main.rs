@@ -32,6 +32,7 @@ mod gateway;
 mod matrix;
 mod measure;
 mod plan;
+mod registry;
 mod replay;
 mod runtime_args;
 mod search;
@@ -74,6 +75,8 @@ enum Command {
     Measure(measure::Args),
     /// An MCP server on standard input/output that puts the servers of a servers file behind a policy
     Gateway(gateway::Args),
+    /// Start the servers of a servers file and write the registry the gateway would serve
+    Registry(registry::Args),
 }
 
 fn main() -> ExitCode {
@@ -88,6 +91,7 @@ fn main() -> ExitCode {
         Command::Replay(a) => replay::run(a),
         Command::Measure(a) => measure::run(a),
         Command::Gateway(a) => gateway::run(a),
+        Command::Registry(a) => registry::run(a),
     };
     match result {
         Ok(code) => code,
