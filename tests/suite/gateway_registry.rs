@@ -160,6 +160,8 @@ fn the_gateway_lints_at_start_and_at_every_reload() {
         g.stderr()
     );
     assert!(g.wait_stderr("tools: 1 warning", 1), "{}", g.stderr());
+    // A client's pipe is no terminal: no word about how to run it.
+    assert!(!g.stderr().contains("serving MCP"), "{}", g.stderr());
     g.finish();
 }
 
@@ -267,4 +269,82 @@ fn the_dry_run_names_its_context_the_hidden_tools_and_deprecated_ones() {
     assert_eq!(v["hidden_tools"], json!(["fx__secret", "fx__fail"]));
     assert_eq!(v["context"]["flags"], json!(["readonly"]));
     assert_eq!(v["deprecated"], json!(["fx__old_echo"]));
+}
+
+/// Started by hand on a terminal (under `script`, which gives it one), the
+/// gateway says what it is, and Ctrl-C on that terminal stops it.
+#[cfg(unix)]
+#[test]
+fn a_gateway_on_a_terminal_says_what_it_is_and_ctrl_c_stops_it() {
+    use std::io::{Read, Write};
+    use std::process::{Command, Stdio};
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped: no `script` command to give the gateway a terminal");
+        return;
+    }
+    let dir = temp_dir("tty");
+    let (p, s) = files(&dir, "NoDefer(*)\n", &[("fx", fixture("echo", &[]))]);
+    let command = format!(
+        "'{}' gateway --policy '{}' --servers '{}'",
+        policy_bin().display(),
+        p.display(),
+        s.display()
+    );
+    let mut script = Command::new("script")
+        .args(["-q", "-e", "-c", &command, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let seen = Arc::new(Mutex::new(String::new()));
+    let mut out = script.stdout.take().unwrap();
+    let sink = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = out.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    let until = Instant::now() + DEADLINE;
+    while !seen.lock().unwrap().contains("Ctrl-C") && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let text = seen.lock().unwrap().clone();
+    let stdin = script.stdin.as_mut().unwrap();
+    // Ctrl-C, as the terminal sends it.
+    let _ = stdin.write_all(b"\x03");
+    let _ = stdin.flush();
+    let mut ended = false;
+    while Instant::now() < until {
+        if let Ok(Some(_)) = script.try_wait() {
+            ended = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if !ended {
+        let _ = script.kill();
+    }
+    let _ = script.wait();
+    assert!(
+        text.contains(
+            "note: serving MCP on standard input and output: an MCP client starts this command"
+        ) && text.contains("press Ctrl-C to stop"),
+        "{text}"
+    );
+    assert!(
+        ended,
+        "Ctrl-C did not stop the gateway: {}",
+        seen.lock().unwrap()
+    );
+    assert_eq!(text.matches("serving MCP").count(), 1, "one line: {text}");
 }
