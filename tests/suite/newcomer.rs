@@ -123,3 +123,61 @@ fn a_misspelled_flag_fails_every_command_that_takes_a_context() {
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(stdout.contains("did you mean `readonly`"), "{stdout}");
 }
+
+#[test]
+fn a_test_case_about_a_tool_the_registry_lacks_fails_with_did_you_mean() {
+    let dir = scratch("test-absent");
+    std::fs::write(dir.join("p.policy"), READONLY).unwrap();
+    std::fs::write(dir.join("r.json"), TOOLS).unwrap();
+    let tests = dir.join("p.test.toml");
+    std::fs::write(
+        &tests,
+        "registry = \"r.json\"\n\
+         [[case]]\nitem = \"list_directroy\"\nexpect = \"deferred\"\n\
+         [[case]]\nitem = \"read\"\nexpect = \"active\"\n\
+         [[case]]\nitem = \"renamed\"\nsource = \"mcp:fs\"\nexpect = \"active\"\n",
+    )
+    .unwrap();
+    let out = policy(&["test", tests.to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("FAIL"), "{stdout}");
+    assert!(
+        stdout.contains(
+            "`list_directroy` is not in the registry `r.json` (did you mean `list_directory`)"
+        ),
+        "{stdout}"
+    );
+    // A case that describes its item itself tests a name the registry lacks.
+    assert!(stdout.ends_with("2 passed, 1 failed\n"), "{stdout}");
+}
+
+#[test]
+fn every_problem_of_a_test_file_is_reported_at_once() {
+    let dir = scratch("test-problems");
+    std::fs::write(dir.join("p.policy"), "mode a {\n  Defer(*)\n}\n").unwrap();
+    let tests = dir.join("p.test.toml");
+    std::fs::write(
+        &tests,
+        "[[case]]\nmode = \"a\"\nitem = \"x\"\nexpect = \"activ\"\n\
+         [[case]]\nmode = \"a\"\nitem = \"x\"\nexpcet = \"active\"\n\
+         [[case]]\nitem = \"x\"\nexpect = \"active\"\n\
+         [[case]]\nmode = \"a\"\nitem = \"x\"\nexpect = \"active\"\ncause = \"deferred\"\n",
+    )
+    .unwrap();
+    let out = policy(&["test", tests.to_str().unwrap()]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("has 4 problems"), "{err}");
+    for (line, what) in [
+        (1, "`expect` is `activ`"),
+        (5, "unknown field `expcet`"),
+        (9, "the case has no `mode`"),
+        (12, "unknown cause `deferred`"),
+    ] {
+        assert!(
+            err.contains(&format!("p.test.toml:{line}: {what}")),
+            "{line}: {err}"
+        );
+    }
+}
