@@ -181,3 +181,41 @@ fn every_problem_of_a_test_file_is_reported_at_once() {
         );
     }
 }
+
+#[test]
+fn explain_points_at_the_rule_one_letter_off_and_check_at_the_misspelled_block() {
+    let dir = scratch("near-miss");
+    let p = dir.join("p.policy");
+    std::fs::write(
+        &p,
+        "search tool_search\nNoDefer(read, list_directroy)\nDefer(*)\nmode work {\n}\n",
+    )
+    .unwrap();
+    let out = policy(&[
+        "explain",
+        "list_directory",
+        "--policy",
+        p.to_str().unwrap(),
+        "--mode",
+        "work",
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        stdout.contains("near misses")
+            && stdout.contains(
+                "line 2   `list_directroy` in `NoDefer(read, list_directroy)` (top level): did you mean `list_directory`?"
+            ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("add `NoDefer(list_directory)` in `mode work` (this mode only) or at top level (every mode)"),
+        "{stdout}"
+    );
+    std::fs::write(&p, "mdoe review {\n  Defer(*)\n}\n").unwrap();
+    let out = policy(&["check", p.to_str().unwrap()]);
+    let stdout = text(&out.stdout) + &text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("unknown block `mdoe`"), "{stdout}");
+    assert!(stdout.contains("did you mean `mode`"), "{stdout}");
+}

@@ -302,6 +302,19 @@ pub fn render(out: &mut String, policy: &Policy, e: &Explanation) {
             "^".repeat(width)
         );
     }
+    if !e.near_misses.is_empty() {
+        let _ = writeln!(
+            out,
+            "  near misses (a letter or two off its name, matching nothing):"
+        );
+        for m in &e.near_misses {
+            let _ = writeln!(
+                out,
+                "    line {:<3} `{}` in `{}` ({}): did you mean `{}`?",
+                m.selector.line, m.selector.text, m.rule.text, m.scope, e.item
+            );
+        }
+    }
     let others: Vec<_> = e
         .candidates
         .iter()
