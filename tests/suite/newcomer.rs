@@ -219,3 +219,39 @@ fn explain_points_at_the_rule_one_letter_off_and_check_at_the_misspelled_block()
     assert!(stdout.contains("unknown block `mdoe`"), "{stdout}");
     assert!(stdout.contains("did you mean `mode`"), "{stdout}");
 }
+
+#[test]
+fn every_flag_has_a_help_text_and_no_help_cites_the_spec() {
+    let commands = [
+        "check", "explain", "fmt", "test", "plan", "search", "replay", "measure", "gateway",
+        "registry",
+    ];
+    let option =
+        regex::Regex::new(r"^\s+(-\w, )?--[a-z-]+( <[A-Z_]+>)?(\.\.\.)?( +(.*))?$").unwrap();
+    let section = regex::Regex::new(r"\b(SPEC|[Ss]ection \d|§)").unwrap();
+    let mut helps = vec![("policy".to_string(), text(&policy(&["--help"]).stdout))];
+    for c in commands {
+        for flag in ["-h", "--help"] {
+            let out = policy(&[c, flag]);
+            assert_eq!(out.status.code(), Some(0), "{c} {flag}");
+            helps.push((format!("{c} {flag}"), text(&out.stdout)));
+        }
+        // Short help puts each option's text on its line: none may lack one.
+        let short = text(&policy(&[c, "-h"]).stdout);
+        for line in short.lines() {
+            if let Some(m) = option.captures(line) {
+                let help = m.get(5).map_or("", |h| h.as_str());
+                assert!(
+                    !help.is_empty() && !help.starts_with('['),
+                    "`policy {c}`: an option without a help text: {line:?}"
+                );
+            }
+        }
+    }
+    for (what, help) in helps {
+        assert!(
+            !section.is_match(&help),
+            "`policy {what}` cites the spec:\n{help}"
+        );
+    }
+}

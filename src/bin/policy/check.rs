@@ -34,6 +34,7 @@ pub struct Args {
     /// Fail on warnings as well as errors
     #[arg(long)]
     deny_warnings: bool,
+    /// Output format
     #[arg(long, value_enum, default_value_t)]
     format: Format,
 }

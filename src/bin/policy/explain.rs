@@ -38,6 +38,7 @@ pub struct Args {
     /// A skill list (JSON)
     #[arg(long)]
     skills: Option<PathBuf>,
+    /// Output format
     #[arg(long, value_enum, default_value_t)]
     format: Format,
 }

@@ -18,6 +18,7 @@ pub struct Args {
     /// generic, openai, openai-responses, anthropic, anthropic-deferred
     #[arg(long, value_name = "PROVIDER")]
     tools: Option<String>,
+    /// Output format
     #[arg(long, value_enum, default_value_t)]
     format: Format,
 }

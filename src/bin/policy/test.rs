@@ -69,6 +69,7 @@ pub struct Args {
     /// Also list the cases that pass
     #[arg(long, short)]
     verbose: bool,
+    /// Output format
     #[arg(long, value_enum, default_value_t)]
     format: Format,
 }
