@@ -171,6 +171,25 @@ impl Gateway {
                 format!("note: lints of `{name}` against the servers' {tools} tools: {n} warnings")
             }
         };
+        // A server that is down lists nothing: rules naming its tools then
+        // match nothing, for now.
+        let empty: Vec<String> = {
+            let tools = lock(&self.tools);
+            self.children
+                .iter()
+                .zip(tools.iter())
+                .filter(|(_, t)| t.is_empty())
+                .map(|(c, _)| format!("`{}`", c.name()))
+                .collect()
+        };
+        let summary = if empty.is_empty() || diags.is_empty() {
+            summary
+        } else {
+            format!(
+                "{summary} (no tools listed by {}: rules naming theirs match nothing until they are)",
+                empty.join(", ")
+            )
+        };
         let text = format!("{found}{summary}");
         let mut last = lock(&self.last_lints);
         if !again && *last == text {

@@ -131,6 +131,21 @@ fn the_gateway_lints_its_policy_against_the_live_registry() {
         "{err}"
     );
 
+    // A server that did not start is named: its tools are not wrong, only unknown.
+    let down = temp_dir("lints-down");
+    let (p2, s2) = files(
+        &down,
+        "search tool_search\nNoDefer(fx__echo, down__echo)\nDefer(*)\n",
+        &[
+            ("fx", fixture(TOOLS, &[])),
+            ("down", fixture("echo", &[("FIXTURE_EXIT_AT_START", "1")])),
+        ],
+    );
+    let (code, _, err) = run_to_end(&file_args(&p2, &s2, &["--dry-run"]));
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("`down__echo` matches no tool"), "{err}");
+    assert!(err.contains("(no tools listed by `down`"), "{err}");
+
     let fixed = TYPO.replace("slwo", "slow");
     std::fs::write(&p, &fixed).unwrap();
     let (code, _, err) = run_to_end(&file_args(&p, &s, &["--dry-run"]));
