@@ -90,7 +90,7 @@ pub struct Gateway {
     generation: watch::Sender<u64>,
     /// The last lint findings written, so that a re-listing that changes
     /// nothing they say does not repeat them.
-    last_lints: Mutex<String>,
+    last_lints: Arc<Mutex<String>>,
 }
 
 /// Each child's start result, in servers-file order.
@@ -116,7 +116,7 @@ impl Gateway {
             tools: Mutex::new(started.tools),
             routes: RwLock::new(Arc::default()),
             generation: watch::channel(0).0,
-            last_lints: Mutex::new(String::new()),
+            last_lints: Arc::default(),
         });
         gateway.rebuild();
         (gateway, started.report, started.events)
@@ -148,29 +148,11 @@ impl Gateway {
     /// error (what `policy check --registry` finds, the engine's own search
     /// tool counted as supplied), and a closing line that says how many, or
     /// that there are none. With `again` false, findings the same as the
-    /// last written are not repeated.
-    pub fn lint(&self, again: bool) {
+    /// last written are not repeated. The lints run on a blocking thread of
+    /// their own, so that a registry of thousands of tools never holds up
+    /// serving; the dry run waits for the returned task.
+    pub fn lint(&self, again: bool) -> tokio::task::JoinHandle<()> {
         let snap = self.engine.snapshot();
-        let policy = snap.policy();
-        let registry = snap.registry();
-        let diags = crate::lint::lint_with(
-            policy,
-            &crate::lint::Options {
-                registry: Some(registry),
-                engine_search: true,
-                ..Default::default()
-            },
-        );
-        let found = crate::render::plain(&policy.source, &diags);
-        let name = crate::chars::escape(&policy.source.name).into_owned();
-        let tools = registry.len();
-        let summary = match diags.len() {
-            0 => format!("note: lints of `{name}` against the servers' {tools} tools: none"),
-            1 => format!("note: lints of `{name}` against the servers' {tools} tools: 1 warning"),
-            n => {
-                format!("note: lints of `{name}` against the servers' {tools} tools: {n} warnings")
-            }
-        };
         // A server that is down lists nothing: rules naming its tools then
         // match nothing, for now.
         let empty: Vec<String> = {
@@ -182,24 +164,18 @@ impl Gateway {
                 .map(|(c, _)| format!("`{}`", c.name()))
                 .collect()
         };
-        let summary = if empty.is_empty() || diags.is_empty() {
-            summary
-        } else {
-            format!(
-                "{summary} (no tools listed by {}: rules naming theirs match nothing until they are)",
-                empty.join(", ")
-            )
-        };
-        let text = format!("{found}{summary}");
-        let mut last = lock(&self.last_lints);
-        if !again && *last == text {
-            return;
-        }
-        for line in found.lines() {
-            log!("{line}");
-        }
-        log!("{summary}");
-        *last = text;
+        let last = Arc::clone(&self.last_lints);
+        tokio::task::spawn_blocking(move || {
+            let text = lint_text(&snap, &empty);
+            let mut last = lock(&last);
+            if !again && *last == text {
+                return;
+            }
+            for line in text.lines() {
+                log!("{line}");
+            }
+            *last = text;
+        })
     }
 
     /// Tells every connection that the policy or the registry changed.
@@ -231,7 +207,7 @@ impl Gateway {
                     *slot = listed;
                 }
                 self.rebuild();
-                self.lint(false);
+                drop(self.lint(false));
             }
             Err(e) => log!("warning: {e}"),
         }
@@ -270,6 +246,38 @@ impl Gateway {
     pub async fn stop(&self) {
         stop_all(&self.children).await;
     }
+}
+
+/// The lints of a snapshot's policy against its registry, one line each,
+/// and the closing line; `empty` names the servers that list no tools.
+fn lint_text(snap: &crate::runtime::Snapshot, empty: &[String]) -> String {
+    let policy = snap.policy();
+    let registry = snap.registry();
+    let diags = crate::lint::lint_with(
+        policy,
+        &crate::lint::Options {
+            registry: Some(registry),
+            engine_search: true,
+            ..Default::default()
+        },
+    );
+    let found = crate::render::plain(&policy.source, &diags);
+    let name = crate::chars::escape(&policy.source.name).into_owned();
+    let tools = registry.len();
+    let counted = match diags.len() {
+        0 => "none".to_string(),
+        1 => "1 warning".to_string(),
+        n => format!("{n} warnings"),
+    };
+    let mut summary =
+        format!("note: lints of `{name}` against the servers' {tools} tools: {counted}");
+    if !empty.is_empty() && !diags.is_empty() {
+        summary += &format!(
+            " (no tools listed by {}: rules naming theirs match nothing until they are)",
+            empty.join(", ")
+        );
+    }
+    format!("{found}{summary}")
 }
 
 /// The servers of a servers file, started: what the gateway serves from, and

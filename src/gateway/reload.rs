@@ -49,7 +49,7 @@ pub fn reload(gateway: &Gateway) -> bool {
         return false;
     }
     log!("note: reloaded `{shown}`");
-    gateway.lint(true);
+    drop(gateway.lint(true));
     gateway.bump();
     true
 }

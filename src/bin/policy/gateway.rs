@@ -160,8 +160,9 @@ async fn serve(
             Err(e) => log::line(format!("error: {e}")),
         }
     }
-    gw.lint(true);
+    let lints = gw.lint(true);
     if dry_run {
+        let _ = lints.await;
         let report = dry_run::report(&gw, &started).map_err(CliError::Usage)?;
         gw.stop().await;
         match format {
