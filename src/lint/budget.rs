@@ -132,7 +132,7 @@ pub fn check(
                         ),
                     )
                     .with_help(
-                        "defer or hide tools this mode does not need from the start (`Defer(...)`, `Hide(...)`), or raise `--max-tokens`; tokens are an estimate: characters / 4",
+                        "defer or hide tools this mode does not need from the start (`Defer(...)`, `Hide(...)`), or raise `--max-tokens`",
                     ),
                 );
             }

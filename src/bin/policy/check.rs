@@ -47,6 +47,8 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         return Err(CliError::Usage("no `*.policy` files found".into()));
     }
     let mut all_json = Vec::new();
+    // Whether a token figure was shown, to say once what it is.
+    let mut budgets = false;
     let (mut errors, mut warnings, mut omitted) = (0usize, 0usize, 0usize);
     // The registry's and skill list's own findings, once whatever the files.
     let lists = [
@@ -96,6 +98,9 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                 Ok(_) => continue,
             },
         };
+        budgets |= diags
+            .iter()
+            .any(|d| d.code == toolpolicy::diag::Code::TokenBudget);
         let file_errors = diags
             .iter()
             .filter(|d| d.severity == Severity::Error)
@@ -123,6 +128,9 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             };
             println!("{}: {status}", toolpolicy::chars::escape(&source.name));
         }
+    }
+    if budgets && args.format != Format::Json {
+        println!("note: {}", toolpolicy::runtime::TOKENS_NOTE);
     }
     match args.format {
         Format::Json => common::print_json(&serde_json::json!({
