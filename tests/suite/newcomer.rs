@@ -255,3 +255,18 @@ fn every_flag_has_a_help_text_and_no_help_cites_the_spec() {
         );
     }
 }
+
+/// The bundled gateway policy is clean against its own servers' tools: the
+/// engine's own `tool_search` is not reported missing.
+#[test]
+fn the_bundled_gateway_policy_checks_clean_against_its_servers_registry() {
+    let out = policy(&[
+        "check",
+        "--registry",
+        "examples/gateway/registry.json",
+        "--deny-warnings",
+        "policies/gateway.policy",
+        "examples/gateway/modes.policy",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+}

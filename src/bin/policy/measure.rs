@@ -12,7 +12,7 @@ use serde::Serialize;
 use toolpolicy::Context;
 use toolpolicy::chars::escape;
 use toolpolicy::runtime::{
-    DEFAULT_CALL_TOOL, Delivery, FirstTurn, TOKENS_NOTE, percent_saved, supplied_search_name,
+    DEFAULT_CALL_TOOL, Delivery, FirstTurn, TOKENS_NOTE, supplied_search_name,
 };
 
 use crate::common::{self, CliError, Format};
@@ -157,9 +157,9 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         "hidden",
         "all visible",
         "tokens",
-        "against all visible",
+        "saved",
         "no policy",
-        "against no policy",
+        "saved",
     ];
     let cells: Vec<[String; 10]> = rows
         .iter()
@@ -172,9 +172,9 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                 thousands(r.hidden as u64),
                 thousands(r.all.tools as u64),
                 thousands(r.all.tokens),
-                percent_saved(r.saved),
+                format!("{:.1}%", r.saved),
                 thousands(r.no_policy.tokens),
-                percent_saved(r.saved_no_policy),
+                format!("{:.1}%", r.saved_no_policy),
             ]
         })
         .collect();
@@ -204,7 +204,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         "\n`listed`: what the model is given on the first turn: {listed}; \
          `all visible`: every tool the context does not hide, declared (hidden tools are left out: \
          the policy hides them with or without deferring); `no policy`: every registry tool declared; \
-         saved: 1 - listed / baseline\n{TOKENS_NOTE}"
+         saved: 1 - listed / the baseline on its left (below zero, the list costs more)\n{TOKENS_NOTE}"
     );
     Ok(ExitCode::SUCCESS)
 }
