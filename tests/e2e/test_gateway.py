@@ -444,7 +444,11 @@ class Files(Case):
                     f"no line gives {server}'s {count} tools:\n{run.stdout}",
                 )
         self.assertIn("token", run.stdout.lower())
-        self.assertNotIn("everything__get-env", run.stdout)
+        # Hidden, and named as such: neither listed nor in the catalog.
+        listed, _, rest = run.stdout.partition("\nhidden (")
+        hidden, _, catalog = rest.partition("\n\n")
+        self.assertNotIn("everything__get-env", listed + catalog)
+        self.assertIn("everything__get-env", hidden)
 
     def test_dry_run_takes_vs_codes_servers_shape(self):
         servers = json.dumps({"servers": real_servers(self.work.path, ["time"])})
