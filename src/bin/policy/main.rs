@@ -71,7 +71,7 @@ enum Command {
     Search(search::Args),
     /// Replay a chat scenario (JSON) step by step
     Replay(replay::Args),
-    /// Per mode: tools and tokens when everything is declared, against the policy's plan
+    /// Per mode: the first turn's tools and tokens, against every visible tool declared and against no policy
     Measure(measure::Args),
     /// An MCP server on standard input/output that puts the servers of a servers file behind a policy
     Gateway(gateway::Args),
