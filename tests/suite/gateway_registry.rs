@@ -181,6 +181,32 @@ fn the_gateway_lints_at_start_and_at_every_reload() {
 }
 
 #[test]
+fn a_served_gateway_notes_a_listed_tool_that_says_it_is_deprecated() {
+    let dir = temp_dir("deprecated");
+    let (p, s) = files(
+        &dir,
+        "NoDefer(*)\n",
+        &[("fx", fixture("echo,old_echo", &[]))],
+    );
+    let mut g = Gateway::connect_files(&p, &s, "2025-11-25");
+    g.list();
+    assert!(
+        g.wait_stderr(
+            "note: `fx__old_echo` is listed, and its title or description says it is deprecated",
+            1
+        ),
+        "{}",
+        g.stderr()
+    );
+    assert!(
+        !g.stderr().contains("`fx__echo` is listed"),
+        "{}",
+        g.stderr()
+    );
+    g.finish();
+}
+
+#[test]
 fn measure_and_the_dry_run_give_the_same_token_figures() {
     let dir = temp_dir("agree");
     let policy = "search tool_search\nNoDefer(fx__echo)\nHide(fx__secret)\nDefer(*)\n";

@@ -175,6 +175,14 @@ async fn serve(
             ExitCode::SUCCESS
         });
     }
+    // What the dry run notes of the list, said once at start too.
+    if let Ok(report) = dry_run::report(&gw, &started) {
+        for name in &report.deprecated {
+            log::line(format!(
+                "note: `{name}` is listed, and its title or description says it is deprecated"
+            ));
+        }
+    }
     if std::io::stdin().is_terminal() {
         log::line(
             "note: serving MCP on standard input and output: an MCP client starts this command \
