@@ -64,6 +64,7 @@ fn reload_policy(gateway: &Gateway) -> (bool, Vec<String>) {
         return (false, Vec::new());
     }
     log!("note: reloaded `{shown}`");
+    drop(gateway.lint(true));
     gateway.bump();
     (true, Vec::new())
 }

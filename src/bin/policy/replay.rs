@@ -17,7 +17,7 @@ use crate::search::indent;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The scenario file (JSON, SPEC 3.4)
+    /// The scenario file (JSON): the context, the files, and the steps with what each expects
     scenario: PathBuf,
     /// The policy (default: the scenario's `policy`)
     #[arg(long)]
@@ -30,6 +30,7 @@ pub struct Args {
     skills: Option<PathBuf>,
     #[command(flatten)]
     audit: AuditArgs,
+    /// Output format
     #[arg(long, value_enum, default_value_t)]
     format: Format,
 }
