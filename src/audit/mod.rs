@@ -225,6 +225,9 @@ pub(crate) struct Audit {
     pub hook: AuditHook,
     pub session: Arc<str>,
     pub caller: Option<Arc<str>>,
+    /// Allowed calls whose result is not known yet: their `call` event
+    /// waits for it.
+    pub pending: Vec<(String, Option<EventCause>)>,
 }
 
 impl fmt::Debug for Audit {

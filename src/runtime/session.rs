@@ -41,11 +41,8 @@ pub struct Session {
     /// Tools declared by `on_miss = "activate"` since the last prompt, mode
     /// switch or restart: they count against `max_activations` like a load.
     misses: u8,
-    /// The audit subscription; `None` costs nothing.
-    audit: Option<Audit>,
-    /// Allowed calls whose result is not known yet (audit only): their
-    /// `call` event waits for it.
-    pending: Vec<(String, Option<EventCause>)>,
+    /// The audit subscription; `None` costs nothing (boxed: one word).
+    audit: Option<Box<Audit>>,
 }
 
 /// Allowed calls whose `call` event waits for a result; past this the
@@ -83,7 +80,6 @@ impl Session {
             evidence: EvidenceLog::default(),
             misses: 0,
             audit: None,
-            pending: Vec::new(),
         }
     }
 
@@ -100,17 +96,19 @@ impl Session {
             evidence: EvidenceLog::from_indices(indices),
             misses: 0,
             audit: None,
-            pending: Vec::new(),
         }
     }
 
     /// Subscribes `hook` to this session's events (or, with `None`, ends
     /// the subscription), under the name `session`.
     pub fn set_audit(&mut self, hook: Option<AuditHook>, session: &str) {
-        self.audit = hook.map(|hook| Audit {
-            hook,
-            session: session.into(),
-            caller: self.audit.as_ref().and_then(|a| a.caller.clone()),
+        self.audit = hook.map(|hook| {
+            Box::new(Audit {
+                hook,
+                session: session.into(),
+                caller: self.audit.as_ref().and_then(|a| a.caller.clone()),
+                pending: Vec::new(),
+            })
         });
     }
 
@@ -153,7 +151,11 @@ impl Session {
 
     /// Writes the `call` event of allowed calls whose result never came.
     fn flush_pending(&mut self) {
-        for (tool, cause) in std::mem::take(&mut self.pending) {
+        let pending = match &mut self.audit {
+            Some(a) => std::mem::take(&mut a.pending),
+            None => return,
+        };
+        for (tool, cause) in pending {
             self.emit(|| call_event(tool, Outcome::Allowed, cause, false, None, None));
         }
     }
@@ -503,11 +505,14 @@ impl Session {
             let cause = self.cause_of(&engine.snapshot(), tool);
             match outcome {
                 CallOutcome::Allowed => {
-                    if self.pending.len() >= PENDING_LIMIT {
-                        let (tool, cause) = self.pending.remove(0);
+                    let Some(a) = &mut self.audit else {
+                        return Ok(outcome);
+                    };
+                    let oldest = (a.pending.len() >= PENDING_LIMIT).then(|| a.pending.remove(0));
+                    a.pending.push((tool.to_string(), cause));
+                    if let Some((tool, cause)) = oldest {
                         self.emit(|| call_event(tool, Outcome::Allowed, cause, false, None, None));
                     }
-                    self.pending.push((tool.to_string(), cause));
                 }
                 CallOutcome::NotFound { declared_next_step } => self.emit(|| {
                     call_event(
@@ -570,8 +575,11 @@ impl Session {
         status: ResultStatus,
         forwarded: Option<Forwarded>,
     ) -> Result<(), ContextError> {
-        if let Some(at) = self.pending.iter().position(|(t, _)| t == tool) {
-            let (tool, cause) = self.pending.remove(at);
+        let waiting = self.audit.as_mut().and_then(|a| {
+            let at = a.pending.iter().position(|(t, _)| t == tool)?;
+            Some(a.pending.remove(at))
+        });
+        if let Some((tool, cause)) = waiting {
             self.emit(|| {
                 call_event(
                     tool,
