@@ -48,17 +48,17 @@ def script(n: int, body: Any) -> Turn:
     ][min(n, 3)]
 
 
-def check(server: ModelServer) -> None:
-    """What every adapter's chat must show."""
+def check(server: ModelServer, refusal: str = REFUSED) -> None:
+    """What every adapter's chat must show; `refusal` is the text the model
+    reads for the hidden tool's call."""
     assert server.errors == []
     assert len(server.requests) == 4, [server.tool_names(n) for n in range(len(server.requests))]
     assert sorted(server.tool_names(0)) == sorted([SEARCH, "read_file"])
-    assert server.tool_names(0)[0] == SEARCH or SEARCH in server.tool_names(0)
     assert sorted(server.tool_names(1)) == sorted([SEARCH, "read_file", "web_fetch"]), server.tool_names(1)
     found = server.tool_results(1)[SEARCH]
     assert found.startswith("Loaded 1 tool, callable from your next step:\n- `web_fetch`"), found
     assert "# the page at https://example.com" in server.tool_results(2)["web_fetch"]
-    assert REFUSED in server.tool_results(3)["secret"], server.tool_results(3)
+    assert refusal in server.tool_results(3)["secret"], server.tool_results(3)
     for n in range(4):
         assert "secret" not in server.tool_names(n)
     assert ran == ["web_fetch"], ran
