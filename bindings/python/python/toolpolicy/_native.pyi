@@ -11,7 +11,7 @@ else:
 ResultStatus = Literal["ok", "error", "interrupted", "missing"]
 Provider = Literal["generic", "openai", "openai-responses", "anthropic", "anthropic-deferred"]
 JsonText = str
-Tools = Union[Sequence[Mapping[str, Any]], Mapping[str, Any], JsonText]
+Tools = Union[Sequence[Any], Mapping[str, Any], JsonText]
 """A list of tool definitions in any registry shape (generic, Anthropic,
 OpenAI, MCP), a dict with a `tools` list, or JSON text of either."""
 StrPath = Union[str, "os.PathLike[str]"]
@@ -126,7 +126,7 @@ class Engine:
         tools: Tools,
         *,
         file: Optional[str] = None,
-        skills: Union[Sequence[Mapping[str, Any]], JsonText, None] = None,
+        skills: Union[Sequence[Any], JsonText, None] = None,
     ) -> None: ...
     @staticmethod
     def from_files(
@@ -137,7 +137,7 @@ class Engine:
     def explain(self, item: str, context: Optional[Context] = None) -> Dict[str, Any]: ...
     def reload_policy(self, text: str, file: Optional[str] = None) -> None: ...
     def reload_registry(self, tools: Tools) -> None: ...
-    def reload_skills(self, skills: Union[Sequence[Mapping[str, Any]], JsonText]) -> None: ...
+    def reload_skills(self, skills: Union[Sequence[Any], JsonText]) -> None: ...
     def warnings(self) -> List[Diagnostic]: ...
     @property
     def modes(self) -> List[str]: ...

@@ -54,7 +54,7 @@ def _name(tool: Union[BaseTool, Dict[str, Any]]) -> str:
     return str(tool.get("name") or tool.get("function", {}).get("name", ""))
 
 
-class ToolPolicyMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+class ToolPolicyMiddleware(AgentMiddleware):
     """Declares the session's plan as each model call's tools and checks
     each tool call with the session."""
 

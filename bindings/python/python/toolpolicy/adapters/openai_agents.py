@@ -26,7 +26,7 @@ import copy
 import json
 from typing import Any, Dict, List, Optional, Sequence
 
-from agents import FunctionTool, RunConfig, RunContextWrapper
+from agents import FunctionTool, RunConfig, RunContextWrapper, Tool
 from agents.tool_context import ToolContext
 from agents.run_config import ToolErrorFormatterArgs
 
@@ -49,9 +49,8 @@ class PolicyTools:
     def __init__(self, session: Session, tools: Sequence[FunctionTool]) -> None:
         self.session = session
         self._search = self._search_tool()
-        self.tools: List[FunctionTool] = ([self._search] if self._search else []) + [
-            self._guarded(t) for t in tools
-        ]
+        self.tools: List[Tool] = [self._search] if self._search else []
+        self.tools.extend(self._guarded(t) for t in tools)
 
     def declared(self) -> List[str]:
         """The names this turn declares, the search tool included."""
