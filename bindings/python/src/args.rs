@@ -48,21 +48,18 @@ pub fn opt_string(v: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<S
 }
 
 /// A list or tuple of strings. Nothing is reserved up front; each item is
-/// checked as it comes.
+/// checked as it is read, and the first that is not a string stops it.
 pub fn strings(v: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<String>> {
-    let items: Vec<Bound<'_, PyAny>> = if let Ok(list) = v.cast::<PyList>() {
-        list.iter().collect()
-    } else if let Ok(tuple) = v.cast::<PyTuple>() {
-        tuple.iter().collect()
-    } else {
+    if !(v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>()) {
         return Err(wrong(what, "a list of strings", v));
-    };
+    }
     let mut out = Vec::new();
-    for (i, item) in items.iter().enumerate() {
+    for (i, item) in v.try_iter()?.enumerate() {
+        let item = item?;
         if !item.is_instance_of::<PyString>() {
-            return Err(wrong(&format!("{what}[{i}]"), "a string", item));
+            return Err(wrong(&format!("{what}[{i}]"), "a string", &item));
         }
-        out.push(string(item, &format!("{what}[{i}]"))?);
+        out.push(string(&item, &format!("{what}[{i}]"))?);
     }
     Ok(out)
 }
