@@ -159,6 +159,9 @@ fn matching_selector<'a>(rule: &'a Rule, item: &ItemRef<'_>) -> Option<&'a Selec
         SelectorKind::Tool => item.kind == ItemKind::Tool && glob(&s.pattern, item.name),
         SelectorKind::Skill => item.kind == ItemKind::Skill && glob(&s.pattern, item.name),
         SelectorKind::Source => item.source.is_some_and(|src| glob(&s.pattern, src)),
+        SelectorKind::Hint => {
+            crate::hint::Hint::parse(&s.pattern).is_some_and(|h| item.hints.contains(h))
+        }
     })
 }
 

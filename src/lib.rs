@@ -12,6 +12,7 @@ pub mod explain;
 pub mod format;
 #[cfg(feature = "gateway")]
 pub mod gateway;
+pub mod hint;
 pub mod input;
 pub mod lint;
 pub mod pattern;

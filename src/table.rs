@@ -15,6 +15,7 @@ use crate::decision::{
     CauseKind, Context, ContextError, Decision, Exposure, ItemKind, ItemRef, Origin, check_grants,
     check_mode, split_selector,
 };
+use crate::hint::{Hint, HintSet};
 use crate::pattern::{Pattern, PatternSet};
 use crate::policy::{Condition, Policy, RuleKind, Scope};
 use crate::registry::Registry;
@@ -53,6 +54,8 @@ pub struct Table {
     tool_names: PatternSet<u32>,
     skill_names: PatternSet<u32>,
     sources: PatternSet<u32>,
+    /// Per hint (by `Hint as usize`), the rules that name it, in file order.
+    hints: [Vec<u32>; 4],
     settings: Vec<CompiledSetting>,
     /// The `Grant` rules, which resolving a context walks: every rule would
     /// make resolving as slow as the policy is long.
@@ -69,6 +72,7 @@ struct RuntimeGrants {
     tool_names: PatternSet<()>,
     skill_names: PatternSet<()>,
     sources: PatternSet<()>,
+    hints: HintSet,
     restricts_tools: bool,
     restricts_skills: bool,
 }
@@ -134,6 +138,7 @@ impl Table {
         let mut tool_names = PatternSet::default();
         let mut skill_names = PatternSet::default();
         let mut sources = PatternSet::default();
+        let mut hints: [Vec<u32>; 4] = Default::default();
         let mut guards = Vec::new();
         let mut searches = Vec::new();
         for (i, r) in policy.rules.iter().enumerate() {
@@ -144,6 +149,12 @@ impl Table {
                     SelectorKind::Tool => tool_names.insert(&p, id),
                     SelectorKind::Skill => skill_names.insert(&p, id),
                     SelectorKind::Source => sources.insert(&p, id),
+                    // A checked policy names only the four hints.
+                    SelectorKind::Hint => {
+                        if let Some(h) = Hint::parse(&sel.pattern) {
+                            hints[h as usize].push(id);
+                        }
+                    }
                 }
                 match r.kind {
                     RuleKind::Guard if sel.kind != SelectorKind::Skill => {
@@ -162,7 +173,7 @@ impl Table {
                 grants_tools: r
                     .selectors
                     .iter()
-                    .any(|s| matches!(s.kind, SelectorKind::Tool | SelectorKind::Source)),
+                    .any(|s| !matches!(s.kind, SelectorKind::Skill)),
                 grants_skills: r
                     .selectors
                     .iter()
@@ -193,6 +204,7 @@ impl Table {
             tool_names,
             skill_names,
             sources,
+            hints,
             settings,
             grants,
             modes: policy.modes.clone(),
@@ -271,6 +283,12 @@ impl Table {
                         g.restricts_tools = true;
                         g.restricts_skills = true;
                     }
+                    SelectorKind::Hint => {
+                        if let Some(h) = Hint::parse(pattern) {
+                            g.hints = g.hints.with(h);
+                        }
+                        g.restricts_tools = true;
+                    }
                 }
             }
             g
@@ -296,6 +314,9 @@ impl Table {
         }
         if let Some(src) = item.source {
             self.sources.matches_into(src, &mut out);
+        }
+        for h in item.hints.iter() {
+            out.extend_from_slice(&self.hints[h as usize]);
         }
         out.sort_unstable();
         out.dedup();
@@ -477,7 +498,7 @@ fn runtime_grants(rt: &RuntimeGrants, item: &ItemRef<'_>) -> bool {
     if let Some(src) = item.source {
         rt.sources.matches_into(src, &mut hits);
     }
-    !hits.is_empty()
+    !hits.is_empty() || item.hints.iter().any(|h| rt.hints.contains(h))
 }
 
 #[cfg(test)]

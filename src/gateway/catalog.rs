@@ -109,6 +109,7 @@ fn tool(full: &str, server: &str, entry: &Value) -> Tool {
         source: Some(format!("mcp:{server}")),
         defer_loading: false,
         extra,
+        ..Tool::default()
     }
 }
 

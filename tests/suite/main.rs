@@ -25,6 +25,7 @@ mod linear;
 mod output;
 mod policies;
 mod props_format;
+mod props_hints;
 mod props_lint;
 mod props_table;
 mod robustness;
