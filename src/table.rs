@@ -608,6 +608,25 @@ mod tests {
         }
     }
 
+    /// A runtime grant may be a hint; an unknown hint name there is an error
+    /// with a did-you-mean, not a grant that silently lets nothing through.
+    #[test]
+    fn runtime_grants_by_hint() {
+        let reg = Registry::from_json(
+            r#"[{"name": "r", "annotations": {"readOnlyHint": true}}, {"name": "w"}]"#,
+        )
+        .unwrap();
+        let ctx = Context::default().with_grants(["hint:read_only"]);
+        let exposure = |name| decide("", &ctx, ItemRef::from_tool(reg.get(name).unwrap())).exposure;
+        assert_eq!(exposure("r"), Exposure::Active);
+        assert_eq!(exposure("w"), Exposure::Hidden);
+        let p = Policy::parse("t", "").unwrap();
+        let e = Table::compile(&p)
+            .resolve(&Context::default().with_grants(["hint:readonly"]))
+            .unwrap_err();
+        assert_eq!(e.help.as_deref(), Some("did you mean `hint:read_only`"));
+    }
+
     #[test]
     fn guard_order_is_policy_then_registry_order() {
         let reg = Registry::new(
