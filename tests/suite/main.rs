@@ -18,11 +18,14 @@ mod gateway_http;
 #[cfg(feature = "gateway")]
 mod gateway_memory;
 #[cfg(feature = "gateway")]
+mod gateway_registry;
+#[cfg(feature = "gateway")]
 mod gateway_support;
 #[cfg(feature = "gateway")]
 mod gateway_tls;
 mod golden;
 mod linear;
+mod newcomer;
 mod output;
 mod policies;
 mod props_format;
