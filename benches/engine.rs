@@ -233,7 +233,7 @@ impl Naive {
             let restricts = r
                 .selectors
                 .iter()
-                .any(|(k, _)| matches!(k, SelectorKind::Tool | SelectorKind::Source));
+                .any(|(k, _)| !matches!(k, SelectorKind::Skill));
             let b = r.specificity as usize;
             if r.kind == RuleKind::Grant && r.applies && restricts && tool_filters[b].is_none() {
                 tool_filters[b] = Some(i as u32);
@@ -273,6 +273,9 @@ impl Naive {
                 SelectorKind::Tool => re.is_match(item.name),
                 SelectorKind::Skill => false,
                 SelectorKind::Source => item.source.is_some_and(|s| re.is_match(s)),
+                // The bench policy names no hints; the cross-check against
+                // the table when the data is built would catch one.
+                SelectorKind::Hint => false,
             });
             if !hit {
                 continue;

@@ -89,6 +89,8 @@ pub enum SelectorKind {
     Tool,
     Skill,
     Source,
+    /// `hint:NAME`: the pattern is one of the four hint names (checked).
+    Hint,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,6 +5,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::hint::HintSet;
 use crate::registry::{Skill, Tool};
 
 /// Where a question is asked: a mode, maybe a bot, the runtime's flags, and maybe
@@ -15,7 +16,8 @@ pub struct Context {
     pub bot: Option<String>,
     #[serde(default)]
     pub flags: BTreeSet<String>,
-    /// Selectors in the policy's syntax without quotes: `Read`, `skill:review`, `source:mcp:*`.
+    /// Selectors in the policy's syntax without quotes: `Read`, `skill:review`,
+    /// `source:mcp:*`, `hint:read_only`.
     #[serde(default)]
     pub grants: Option<Vec<String>>,
 }
@@ -61,7 +63,16 @@ pub struct ItemRef<'a> {
     pub defer_hint: bool,
     /// `false` for a skill whose entry says `"model_invocable": false`.
     pub model_invocable: bool,
+    /// The tool's hints, resolved when its registry loaded: what `hint:`
+    /// selectors match. Empty without a registry entry.
+    pub hints: HintSet,
+    /// The registry entry's `annotations` as written (`Null` when it has
+    /// none), `None` without a registry entry: what the reference
+    /// interpreter reads hints from, and explain quotes.
+    pub annotations: Option<&'a serde_json::Value>,
 }
+
+static NO_ANNOTATIONS: serde_json::Value = serde_json::Value::Null;
 
 impl<'a> ItemRef<'a> {
     /// A tool known only by name (no registry entry).
@@ -72,6 +83,8 @@ impl<'a> ItemRef<'a> {
             source: None,
             defer_hint: false,
             model_invocable: true,
+            hints: HintSet::EMPTY,
+            annotations: None,
         }
     }
 
@@ -90,6 +103,8 @@ impl<'a> ItemRef<'a> {
             source: t.source.as_deref(),
             defer_hint: t.defer_loading,
             model_invocable: true,
+            hints: t.hints,
+            annotations: Some(t.extra.get("annotations").unwrap_or(&NO_ANNOTATIONS)),
         }
     }
 
@@ -100,6 +115,8 @@ impl<'a> ItemRef<'a> {
             source: s.source.as_deref(),
             defer_hint: false,
             model_invocable: s.model_invocable,
+            hints: HintSet::EMPTY,
+            annotations: None,
         }
     }
 }
@@ -283,6 +300,13 @@ pub fn check_grants(grants: Option<&[String]>) -> Result<(), ContextError> {
                 format!("the runtime grant `{grant}` has no pattern after `{prefix}`"),
                 format!("write `{prefix}NAME`, or `{prefix}*` for all"),
             ))
+        } else if kind == crate::ast::SelectorKind::Hint
+            && crate::hint::Hint::parse(pattern).is_none()
+        {
+            Some((
+                format!("the runtime grant `{grant}` names no hint"),
+                crate::hint::unknown_help(pattern),
+            ))
         } else if grant.trim() != grant {
             Some((
                 format!("the runtime grant {grant:?} has white space at an end"),
@@ -314,6 +338,8 @@ pub(crate) fn split_selector(s: &str) -> (crate::ast::SelectorKind, &str) {
         (SelectorKind::Skill, p)
     } else if let Some(p) = strip("source:") {
         (SelectorKind::Source, p)
+    } else if let Some(p) = strip("hint:") {
+        (SelectorKind::Hint, p)
     } else {
         (SelectorKind::Tool, s)
     }

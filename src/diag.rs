@@ -56,6 +56,8 @@ pub enum Code {
     EmptyPattern,
     /// `bot "*"`: a bot named `*`, indistinguishable from `bot *`.
     QuotedAnyBot,
+    /// A `hint:` that is not one of the four hints, or stands where hints may not.
+    BadHint,
     /// Deferred tools with no search tool to find them.
     Undiscoverable,
     /// Every item the rule matches is decided by a rule of higher precedence.
@@ -82,10 +84,16 @@ pub enum Code {
     ProviderName,
     /// A `search` wildcard that makes ordinary registry tools search tools.
     SearchCapturesTools,
+    /// A registry annotation that is not a boolean, read as absent.
+    BadAnnotation,
+    /// A `hint:` selector that no tool of the registry has.
+    HintMatchesNothing,
+    /// Hiding or deferring by `hint:` while the registry carries no annotations.
+    NoAnnotations,
 }
 
 impl Code {
-    pub const ALL: [Code; 27] = [
+    pub const ALL: [Code; 31] = [
         Code::Syntax,
         Code::UnclosedBlock,
         Code::StrayClose,
@@ -100,6 +108,7 @@ impl Code {
         Code::EmptyRule,
         Code::EmptyPattern,
         Code::QuotedAnyBot,
+        Code::BadHint,
         Code::Undiscoverable,
         Code::Shadowed,
         Code::Redundant,
@@ -113,6 +122,9 @@ impl Code {
         Code::LookAlikeName,
         Code::ProviderName,
         Code::SearchCapturesTools,
+        Code::BadAnnotation,
+        Code::HintMatchesNothing,
+        Code::NoAnnotations,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -131,6 +143,7 @@ impl Code {
             Code::EmptyRule => "PL012",
             Code::EmptyPattern => "PL013",
             Code::QuotedAnyBot => "PL020",
+            Code::BadHint => "PL014",
             Code::Undiscoverable => "PL101",
             Code::Shadowed => "PL102",
             Code::Redundant => "PL103",
@@ -144,6 +157,9 @@ impl Code {
             Code::LookAlikeName => "PL115",
             Code::ProviderName => "PL116",
             Code::SearchCapturesTools => "PL120",
+            Code::BadAnnotation => "PL117",
+            Code::HintMatchesNothing => "PL121",
+            Code::NoAnnotations => "PL122",
         }
     }
 

@@ -55,6 +55,9 @@ pub struct Candidate {
     pub selector_column: usize,
     pub status: Status,
     pub why: String,
+    /// For a `hint:` selector, the annotations that made it match.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub annotation: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -74,6 +77,12 @@ pub struct Cause {
     pub rule: Option<RuleRef>,
     /// The deciding rule's selector that matched the item.
     pub selector: Option<Located>,
+    /// When a `hint:` selector decided (or a grant by hint left the item
+    /// out), the annotations that made it so, saying where a value is MCP's
+    /// default: ``hint:destructive` matches: `readOnlyHint` absent, so false
+    /// (the default) and `destructiveHint: true``.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub annotation: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -214,6 +223,9 @@ fn matching_selector<'a>(rule: &'a Rule, item: &ItemRef<'_>) -> Option<&'a Selec
         SelectorKind::Tool => item.kind == ItemKind::Tool && glob(&s.pattern, item.name),
         SelectorKind::Skill => item.kind == ItemKind::Skill && glob(&s.pattern, item.name),
         SelectorKind::Source => item.source.is_some_and(|src| glob(&s.pattern, src)),
+        SelectorKind::Hint => {
+            crate::hint::Hint::parse(&s.pattern).is_some_and(|h| item.hints.contains(h))
+        }
     })
 }
 
@@ -336,6 +348,7 @@ pub fn explain(
             selector_column: at.column,
             status,
             why,
+            annotation: hint_reason(sel, item, true),
         });
     }
     let settings = Key::ALL
@@ -353,8 +366,15 @@ pub fn explain(
         })
         .collect();
     let change = change::suggestions(policy, ctx, item, &decision);
+    // A grant that left the item out points at its first hint, if it has one.
     let deciding_selector = deciding_rule
-        .and_then(|r| matching_selector(r, item))
+        .and_then(|r| {
+            matching_selector(r, item).or_else(|| {
+                r.selectors
+                    .iter()
+                    .find(|s| decision.cause == CauseKind::Grant && s.kind == SelectorKind::Hint)
+            })
+        })
         .map(|s| located(policy, s));
     Ok(Explanation {
         item: match item.kind {
@@ -367,6 +387,18 @@ pub fn explain(
             kind: decision.cause,
             rule: origin_ref(policy, decision.origin),
             selector: deciding_selector,
+            annotation: deciding_rule.and_then(|r| match matching_selector(r, item) {
+                Some(sel) => hint_reason(sel, item, true),
+                // A grant that left the item out: why none of its hints match.
+                None => {
+                    let missed: Vec<String> = r
+                        .selectors
+                        .iter()
+                        .filter_map(|s| hint_reason(s, item, false))
+                        .collect();
+                    (!missed.is_empty()).then(|| missed.join("; "))
+                }
+            }),
         },
         candidates,
         settings,
@@ -374,6 +406,21 @@ pub fn explain(
         not_declared: None,
         near_misses: near_misses(policy, item),
     })
+}
+
+/// For a `hint:` selector and an item with a registry entry, what its
+/// annotations say about the hint.
+fn hint_reason(sel: &Selector, item: &ItemRef<'_>, matched: bool) -> Option<String> {
+    let h = crate::hint::Hint::parse(&sel.pattern).filter(|_| sel.kind == SelectorKind::Hint)?;
+    let Some(raw) = item.annotations else {
+        return Some(format!(
+            "`{h}` does not match: no registry entry says what `{}` does",
+            item.name
+        ));
+    };
+    let (annotations, _) = crate::hint::Annotations::read(Some(raw));
+    let verb = if matched { "matches" } else { "does not match" };
+    Some(format!("`{h}` {verb}: {}", annotations.reason(h)))
 }
 
 fn cause_words(c: CauseKind) -> &'static str {
@@ -534,6 +581,63 @@ mod tests {
                 "remove `Hide(z)` at line 2 (at top level, while `fast` is set): it would then be active, as no rule defers it",
                 "unset the flag `fast`: it would then be active, as no rule defers it"
             ]
+        );
+    }
+
+    /// The caret goes under the hint, the annotation that made it match is
+    /// named (MCP's default said as such), and a changed claim is a change.
+    #[test]
+    fn hints_say_which_annotation_decided() {
+        let reg = Registry::from_json(
+            r#"[{"name": "edit", "annotations": {"title": "Edit"}},
+                {"name": "write", "annotations": {"readOnlyHint": false}}]"#,
+        )
+        .unwrap();
+        let p = Policy::parse(
+            "t.policy",
+            "mode plan {\n  Grant(Read, hint:read_only)\n}\nmode agent {\n  Hide(hint:destructive)\n}\n",
+        )
+        .unwrap();
+        let t = Table::compile(&p);
+        let edit = ItemRef::from_tool(reg.get("edit").unwrap());
+        let e = explain(&p, &t, &Context::mode("agent"), &edit).unwrap();
+        let sel = e.cause.selector.as_ref().unwrap();
+        assert_eq!(
+            (sel.text.as_str(), sel.line, sel.column),
+            ("hint:destructive", 5, 8)
+        );
+        assert_eq!(
+            e.cause.annotation.as_deref(),
+            Some(
+                "`hint:destructive` matches: `readOnlyHint` absent, so false (the default) and `destructiveHint` absent, so true (the default)"
+            )
+        );
+        assert!(
+            e.change.contains(
+                &"if its server said `destructiveHint: false`: it would then be active, as no rule defers it".to_string()
+            ),
+            "{:?}",
+            e.change
+        );
+        let write = ItemRef::from_tool(reg.get("write").unwrap());
+        let e = explain(&p, &t, &Context::mode("plan"), &write).unwrap();
+        assert_eq!(e.cause.kind, CauseKind::Grant);
+        assert_eq!(e.cause.selector.as_ref().unwrap().column, 15);
+        assert_eq!(
+            e.cause.annotation.as_deref(),
+            Some("`hint:read_only` does not match: `readOnlyHint: false`")
+        );
+        assert!(
+            e.change.iter().any(|c| c
+                .starts_with("if its server said `readOnlyHint: true`: it would then be active")),
+            "{:?}",
+            e.change
+        );
+        // Without a registry entry a hint matches nothing, and says why.
+        let e = explain(&p, &t, &Context::mode("plan"), &ItemRef::tool("write")).unwrap();
+        assert_eq!(
+            e.cause.annotation.as_deref(),
+            Some("`hint:read_only` does not match: no registry entry says what `write` does")
         );
     }
 }

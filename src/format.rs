@@ -519,6 +519,7 @@ pub fn selector(s: &Selector) -> String {
         SelectorKind::Tool => pattern,
         SelectorKind::Skill => format!("skill:{pattern}"),
         SelectorKind::Source => format!("source:{pattern}"),
+        SelectorKind::Hint => format!("hint:{pattern}"),
     }
 }
 

@@ -2,7 +2,9 @@
 //!
 //! The pipeline, one module per step: policy text → [`syntax`](crate::parse)
 //! (the only module that touches pest) → spanned [`ast`] → checked [`policy`]
-//! → compiled [`table`] → [`decision`]s → per-turn plans (`runtime`).
+//! → compiled [`table`] → [`decision`]s → per-turn plans (`runtime`). The
+//! items come from a [`registry`], whose tools' MCP annotations are read once
+//! into the [`hint`]s that `hint:` selectors match.
 
 pub mod ast;
 pub mod audit;
@@ -13,6 +15,7 @@ pub mod explain;
 pub mod format;
 #[cfg(feature = "gateway")]
 pub mod gateway;
+pub mod hint;
 pub mod input;
 pub mod lint;
 pub mod pattern;

@@ -18,9 +18,12 @@
 //! | PL108 | deferred tools the catalog has no room for | registry |
 //! | PL109 | a first turn over `--max-tokens` | registry |
 //! | PL110 | `Defer` or `NoDefer` naming skills, which are never deferred | |
+//! | PL121 | a `hint:` selector no registry tool has | registry |
+//! | PL122 | `Hide` or `Defer` by `hint:` while the registry carries no annotations | registry |
 //!
 //! [`registry`] reports on the registry itself, whatever the policy: names
-//! that read alike (PL115, also a load warning) and names OpenAI and Anthropic
+//! that read alike (PL115, also a load warning), annotations that are not
+//! booleans (PL117, also a load warning) and names OpenAI and Anthropic
 //! reject (PL116).
 //! | PL120 | a `search` wildcard that makes several registry tools search tools | registry |
 
@@ -93,6 +96,7 @@ pub fn lint_with(policy: &Policy, options: &Options<'_>) -> Vec<Diagnostic> {
         .collect();
     shadow::check(&world, &skip, &mut out);
     names::check(&world, &mut out);
+    names::no_annotations(&world, &mut out);
     search_capture::check(&world, &mut out);
     if let Some(registry) = options.registry {
         budget::check(

@@ -9,6 +9,7 @@ use std::fmt;
 
 use crate::ast::{self, Ast, BlockHead, Item, Selector, SelectorKind, Span, StatementKind};
 use crate::diag::{Code, Diagnostic, SourceFile, did_you_mean};
+use crate::hint::Hint;
 use crate::settings::{Key, SettingValue};
 
 /// Where a rule or setting applies.
@@ -438,6 +439,20 @@ impl Lower<'_> {
                     return;
                 }
                 for sel in sels {
+                    if sel.kind == SelectorKind::Hint {
+                        self.diags.push(
+                            Diagnostic::new(
+                                Code::BadHint,
+                                sel.span,
+                                format!("a hint cannot choose `{}` tools", kind.word()),
+                            )
+                            .with_help(format!(
+                                "`{}` names its tools: a hint is what a server says of its own tools, so any server could make its tools `{}` tools by saying so",
+                                kind.word(), kind.word()
+                            )),
+                        );
+                        continue;
+                    }
                     if sel.kind == SelectorKind::Skill {
                         self.diags.push(
                             Diagnostic::new(
@@ -558,7 +573,23 @@ impl Lower<'_> {
 
     fn check_patterns(&mut self, sels: &[Selector]) {
         for sel in sels {
-            if sel.pattern.is_empty() {
+            if sel.kind == SelectorKind::Hint {
+                if let Some(d) = check_hint(sel) {
+                    self.diags.push(d);
+                }
+            } else if sel.kind == SelectorKind::Tool
+                && !sel.quoted
+                && sel.pattern.eq_ignore_ascii_case("hint:")
+            {
+                self.diags.push(
+                    Diagnostic::new(
+                        Code::BadHint,
+                        sel.span,
+                        format!("`{}` needs a hint name after it", sel.pattern),
+                    )
+                    .with_help(hint_names()),
+                );
+            } else if sel.pattern.is_empty() {
                 self.diags.push(
                     Diagnostic::new(
                         Code::EmptyPattern,
@@ -582,6 +613,44 @@ impl Lower<'_> {
             }
         }
     }
+}
+
+fn hint_names() -> String {
+    let all: Vec<String> = Hint::ALL.iter().map(|h| format!("`{h}`")).collect();
+    format!("the hints are {}", all.join(", "))
+}
+
+/// A hint is one of four exact names, written bare: a pattern, a quoted or
+/// an empty name would read as a choice the language does not offer.
+fn check_hint(sel: &Selector) -> Option<Diagnostic> {
+    let (message, help) = if sel.quoted {
+        (
+            format!("a hint name is never quoted: `hint:\"{}\"`", sel.pattern),
+            match Hint::parse(&sel.pattern) {
+                Some(h) => format!("write `{h}`"),
+                None => hint_names(),
+            },
+        )
+    } else if sel.pattern.contains('*') {
+        (
+            format!(
+                "`hint:{}` is not a hint: hint names take no `*`",
+                sel.pattern
+            ),
+            format!(
+                "{}; a rule may name several, `Grant(hint:read_only, hint:idempotent)`",
+                hint_names()
+            ),
+        )
+    } else if Hint::parse(&sel.pattern).is_none() {
+        (
+            format!("unknown hint `hint:{}`", sel.pattern),
+            crate::hint::unknown_help(&sel.pattern),
+        )
+    } else {
+        return None;
+    };
+    Some(Diagnostic::new(Code::BadHint, sel.span, message).with_help(help))
 }
 
 #[cfg(test)]
@@ -691,5 +760,47 @@ mod tests {
     fn statement_text_is_folded() {
         let p = Policy::parse("t", "NoDefer(a,   # the first\n   b\n)\n").unwrap();
         assert_eq!(p.text_of(p.rules[0].span), "NoDefer(a, b)");
+    }
+
+    /// Each hint mistake is an error that says why, and the four hints in
+    /// any prefix case load in every rule.
+    #[test]
+    fn hints_are_checked() {
+        let e = errors(
+            "guard hint:read_only\nsearch hint:idempotent\nGrant(hint:readonly, hint:*, hint:\"destructive\", Hint:)\n",
+        );
+        let got: Vec<(Code, &str)> = e.iter().map(|(c, m)| (*c, m.as_str())).collect();
+        assert_eq!(
+            got,
+            [
+                (Code::BadHint, "a hint cannot choose `guard` tools"),
+                (Code::BadHint, "a hint cannot choose `search` tools"),
+                (Code::BadHint, "unknown hint `hint:readonly`"),
+                (
+                    Code::BadHint,
+                    "`hint:*` is not a hint: hint names take no `*`"
+                ),
+                (
+                    Code::BadHint,
+                    "a hint name is never quoted: `hint:\"destructive\"`"
+                ),
+                (Code::BadHint, "`Hint:` needs a hint name after it"),
+            ]
+        );
+        let d = Policy::parse("t", "Grant(hint:readonly)").unwrap_err();
+        assert_eq!(
+            d.diagnostics[0].help.as_deref(),
+            Some("did you mean `hint:read_only`")
+        );
+        let p = Policy::parse(
+            "t",
+            "Defer(HINT:open_world)\nNoDefer(hint:read_only)\nHide(hint:destructive)\nGrant(Hint:idempotent)\n",
+        )
+        .unwrap();
+        assert!(
+            p.rules
+                .iter()
+                .all(|r| r.selectors[0].kind == SelectorKind::Hint)
+        );
     }
 }

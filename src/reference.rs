@@ -42,6 +42,26 @@ fn selector_matches(sel: &Selector, item: &ItemRef<'_>) -> bool {
         SelectorKind::Tool => item.kind == ItemKind::Tool && glob(&sel.pattern, item.name),
         SelectorKind::Skill => item.kind == ItemKind::Skill && glob(&sel.pattern, item.name),
         SelectorKind::Source => item.source.is_some_and(|s| glob(&sel.pattern, s)),
+        SelectorKind::Hint => item.annotations.is_some_and(|a| has_hint(&sel.pattern, a)),
+    }
+}
+
+/// SPEC 2.1's hint table read off the entry's `annotations` as written: a
+/// value that is not a boolean is absent, and absent is MCP's default.
+fn has_hint(name: &str, annotations: &serde_json::Value) -> bool {
+    let says = |key: &str, default: bool| {
+        annotations
+            .get(key)
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(default)
+    };
+    let read_only = says("readOnlyHint", false);
+    match name {
+        "read_only" => read_only,
+        "destructive" => !read_only && says("destructiveHint", true),
+        "idempotent" => says("idempotentHint", false) || read_only,
+        "open_world" => says("openWorldHint", true),
+        _ => false,
     }
 }
 
@@ -108,7 +128,7 @@ fn failed_grant(policy: &Policy, ctx: &Context, item: &ItemRef<'_>) -> Option<Op
         matches!(
             (sel.kind, item.kind),
             (SelectorKind::Source, _)
-                | (SelectorKind::Tool, ItemKind::Tool)
+                | (SelectorKind::Tool | SelectorKind::Hint, ItemKind::Tool)
                 | (SelectorKind::Skill, ItemKind::Skill)
         )
     };

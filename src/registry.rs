@@ -13,6 +13,7 @@ use std::fmt;
 use serde_json::{Map, Value};
 
 use crate::diag::Code;
+use crate::hint::{Annotations, HintSet};
 
 /// One tool definition, normalised from whatever shape it arrived in.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -25,6 +26,9 @@ pub struct Tool {
     pub source: Option<String>,
     /// The registry's own hint that the tool should be deferred (SPEC 2.3 line 7).
     pub defer_loading: bool,
+    /// What `hint:` selectors match, read from `extra["annotations"]` by
+    /// [`Registry::new`] (whatever is set here before is replaced).
+    pub hints: HintSet,
     /// The entry's fields the engine does not read (`cache_control`, `strict`,
     /// `annotations`...), kept verbatim so that a provider request carries them
     /// (SPEC 3.1). A `type` here other than `function` or `custom` makes the
@@ -122,6 +126,32 @@ impl fmt::Display for LoadWarning {
     }
 }
 
+/// An annotation that is not a boolean (or `annotations` that is not an
+/// object) counts as absent, so the tool gets MCP's default; said once per value.
+fn annotation_warning(i: usize, t: &Tool, h: Option<crate::hint::Hint>) -> LoadWarning {
+    let shown = crate::chars::escape_name(&t.name);
+    let (path, message) = match h {
+        Some(h) => (
+            format!("tools[{i}].annotations.{}", h.annotation()),
+            format!(
+                "`{}` of tool `{shown}` is not a boolean; read as absent, so {}",
+                h.annotation(),
+                h.default_value()
+            ),
+        ),
+        None => (
+            format!("tools[{i}].annotations"),
+            format!("`annotations` of tool `{shown}` is not an object; read as absent"),
+        ),
+    };
+    LoadWarning {
+        code: Code::BadAnnotation,
+        path,
+        message,
+        help: Some("write `true` or `false`, or leave the annotation out".into()),
+    }
+}
+
 fn err(path: impl Into<String>, message: impl Into<String>) -> LoadError {
     LoadError {
         path: path.into(),
@@ -186,10 +216,26 @@ pub struct Registry {
 
 impl Registry {
     /// Builds a registry from tools already in memory; names must be unique.
-    pub fn new(tools: Vec<Tool>) -> Result<Self, LoadError> {
-        Ok(Registry {
-            tools: Indexed::build(tools, |t| &t.name, "tools")?,
-        })
+    /// Each tool's hints are resolved here, once, from its `annotations`.
+    pub fn new(mut tools: Vec<Tool>) -> Result<Self, LoadError> {
+        let mut bad = Vec::new();
+        for (i, t) in tools.iter_mut().enumerate() {
+            let (annotations, wrong) = Annotations::read(t.extra.get("annotations"));
+            t.hints = annotations.hints();
+            bad.extend(wrong.into_iter().map(|h| annotation_warning(i, t, h)));
+        }
+        let mut tools = Indexed::build(tools, |t| &t.name, "tools")?;
+        tools.warnings.extend(bad);
+        Ok(Registry { tools })
+    }
+
+    /// Whether any tool carries an `annotations` object: without one, every
+    /// tool has MCP's defaults and hints cannot tell tools apart.
+    pub fn has_annotations(&self) -> bool {
+        self.tools
+            .items
+            .iter()
+            .any(|t| t.extra.get("annotations").is_some_and(Value::is_object))
     }
 
     /// Reads a registry document: an array of tools, or an object with a `tools` array.
@@ -471,6 +517,7 @@ fn parse_tool(i: usize, v: &Value) -> Result<Tool, LoadError> {
         source,
         defer_loading,
         extra: extra_fields(outer, o),
+        ..Tool::default()
     })
 }
 
@@ -589,6 +636,51 @@ mod tests {
         assert!(!a.is_server_tool() && !b.is_server_tool());
         assert!(web.is_server_tool());
         assert_eq!(web.extra["max_uses"], 5);
+    }
+
+    /// `annotations` is read from every shape that can carry it, resolved
+    /// into hints once, and kept verbatim; a value that is not a boolean is a
+    /// warning naming the entry and counts as absent.
+    #[test]
+    fn annotations_become_hints_in_every_shape() {
+        use crate::hint::Hint;
+        let reg = Registry::from_json(
+            r#"{"tools": [
+                {"name": "a", "parameters": {}, "annotations": {"readOnlyHint": true}},
+                {"name": "b", "input_schema": {}, "annotations": {"destructiveHint": false}},
+                {"type": "function", "function": {"name": "c", "parameters": {},
+                  "annotations": {"idempotentHint": true, "openWorldHint": false}}},
+                {"name": "d", "inputSchema": {}, "annotations": {"readOnlyHint": "yes", "title": "D"}},
+                {"name": "e", "inputSchema": {}}
+            ]}"#,
+        )
+        .unwrap();
+        let hints = |n: &str| -> Vec<Hint> { reg.get(n).unwrap().hints.iter().collect() };
+        assert_eq!(
+            hints("a"),
+            [Hint::ReadOnly, Hint::Idempotent, Hint::OpenWorld]
+        );
+        assert_eq!(hints("b"), [Hint::OpenWorld]);
+        assert_eq!(hints("c"), [Hint::Destructive, Hint::Idempotent]);
+        assert_eq!(hints("d"), [Hint::Destructive, Hint::OpenWorld]);
+        assert_eq!(hints("e"), hints("d"));
+        assert_eq!(
+            reg.get("d").unwrap().extra["annotations"],
+            serde_json::json!({"readOnlyHint": "yes", "title": "D"})
+        );
+        assert_eq!(
+            reg.get("c").unwrap().extra["annotations"]["openWorldHint"],
+            false
+        );
+        let [w] = reg.warnings() else {
+            panic!("one warning: {:?}", reg.warnings())
+        };
+        assert_eq!(w.code, Code::BadAnnotation);
+        assert_eq!(w.path, "tools[3].annotations.readOnlyHint");
+        assert!(w.message.contains("tool `d`"), "{w}");
+        assert!(reg.has_annotations());
+        let bare = Registry::from_json(r#"[{"name": "x"}]"#).unwrap();
+        assert!(!bare.has_annotations());
     }
 
     #[test]

@@ -416,7 +416,7 @@ impl<'t> Lower<'t> {
                         "this rule selects nothing",
                     )
                     .with_help(
-                        "name at least one tool, `skill:` or `source:` pattern: `Defer(name*)`",
+                        "name at least one tool, `skill:`, `source:` or `hint:` pattern: `Defer(name*)`",
                     ),
                 );
             }
@@ -610,6 +610,7 @@ impl Lower<'_> {
         let kind = match p.as_rule() {
             Rule::skill_selector => SelectorKind::Skill,
             Rule::source_selector => SelectorKind::Source,
+            Rule::hint_selector => SelectorKind::Hint,
             _ => SelectorKind::Tool,
         };
         let pat = p.into_inner().next();
@@ -630,7 +631,7 @@ impl Lower<'_> {
 fn is_selector(p: &Pair<'_, Rule>) -> bool {
     matches!(
         p.as_rule(),
-        Rule::skill_selector | Rule::source_selector | Rule::tool_selector
+        Rule::skill_selector | Rule::source_selector | Rule::hint_selector | Rule::tool_selector
     )
 }
 
@@ -752,9 +753,11 @@ fn describe_expected(rules: &[Rule]) -> String {
             Rule::any_bot => "`*`",
             Rule::negation => "`!`",
             Rule::integer | Rule::boolean | Rule::bare_value => "a value",
-            Rule::skill_selector | Rule::source_selector | Rule::tool_selector | Rule::bare => {
-                "a tool pattern, `skill:` or `source:` selector"
-            }
+            Rule::skill_selector
+            | Rule::source_selector
+            | Rule::hint_selector
+            | Rule::tool_selector
+            | Rule::bare => "a tool pattern, `skill:`, `source:` or `hint:` selector",
             Rule::stray_close | Rule::unclosed => "`}`",
             Rule::lparen => "`(`",
             Rule::rparen => "`)`",
@@ -845,6 +848,39 @@ bot reviewer {
                 (SelectorKind::Source, "mcp:git*", true)
             ]
         );
+    }
+
+    /// `hint:` in any case is a hint selector whatever follows; the checker
+    /// says what is wrong with a quoted or wildcard name. A quoted
+    /// `"hint:x"` and a lone `hint:` are tool patterns, as for `skill:`.
+    #[test]
+    fn hint_selectors() {
+        for parse in [parse, parse_with_pest] {
+            let (ast, d) =
+                parse(r#"Grant(hint:read_only, HINT:"x", hint:*, "hint:idempotent", hint:)"#);
+            assert!(d.is_empty(), "{d:?}");
+            let Item::Statement(Statement {
+                kind: StatementKind::Rule { selectors, .. },
+                ..
+            }) = &ast.items[0]
+            else {
+                panic!("not a rule")
+            };
+            let kinds: Vec<_> = selectors
+                .iter()
+                .map(|s| (s.kind, s.pattern.as_str(), s.quoted))
+                .collect();
+            assert_eq!(
+                kinds,
+                [
+                    (SelectorKind::Hint, "read_only", false),
+                    (SelectorKind::Hint, "x", true),
+                    (SelectorKind::Hint, "*", false),
+                    (SelectorKind::Tool, "hint:idempotent", true),
+                    (SelectorKind::Tool, "hint:", false),
+                ]
+            );
+        }
     }
 
     #[test]

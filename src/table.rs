@@ -15,6 +15,7 @@ use crate::decision::{
     CauseKind, Context, ContextError, Decision, Exposure, ItemKind, ItemRef, Origin, check_flags,
     check_grants, check_mode, split_selector,
 };
+use crate::hint::{Hint, HintSet};
 use crate::pattern::{Pattern, PatternSet};
 use crate::policy::{Condition, Policy, RuleKind, Scope};
 use crate::registry::Registry;
@@ -53,6 +54,8 @@ pub struct Table {
     tool_names: PatternSet<u32>,
     skill_names: PatternSet<u32>,
     sources: PatternSet<u32>,
+    /// Per hint (by `Hint as usize`), the rules that name it, in file order.
+    hints: [Vec<u32>; 4],
     settings: Vec<CompiledSetting>,
     /// The `Grant` rules, which resolving a context walks: every rule would
     /// make resolving as slow as the policy is long.
@@ -71,6 +74,7 @@ struct RuntimeGrants {
     tool_names: PatternSet<()>,
     skill_names: PatternSet<()>,
     sources: PatternSet<()>,
+    hints: HintSet,
     restricts_tools: bool,
     restricts_skills: bool,
 }
@@ -136,6 +140,7 @@ impl Table {
         let mut tool_names = PatternSet::default();
         let mut skill_names = PatternSet::default();
         let mut sources = PatternSet::default();
+        let mut hints: [Vec<u32>; 4] = Default::default();
         let mut guards = Vec::new();
         let mut searches = Vec::new();
         for (i, r) in policy.rules.iter().enumerate() {
@@ -146,6 +151,12 @@ impl Table {
                     SelectorKind::Tool => tool_names.insert(&p, id),
                     SelectorKind::Skill => skill_names.insert(&p, id),
                     SelectorKind::Source => sources.insert(&p, id),
+                    // A checked policy names only the four hints.
+                    SelectorKind::Hint => {
+                        if let Some(h) = Hint::parse(&sel.pattern) {
+                            hints[h as usize].push(id);
+                        }
+                    }
                 }
                 match r.kind {
                     RuleKind::Guard if sel.kind != SelectorKind::Skill => {
@@ -164,7 +175,7 @@ impl Table {
                 grants_tools: r
                     .selectors
                     .iter()
-                    .any(|s| matches!(s.kind, SelectorKind::Tool | SelectorKind::Source)),
+                    .any(|s| !matches!(s.kind, SelectorKind::Skill)),
                 grants_skills: r
                     .selectors
                     .iter()
@@ -195,6 +206,7 @@ impl Table {
             tool_names,
             skill_names,
             sources,
+            hints,
             settings,
             grants,
             modes: policy.modes.clone(),
@@ -275,6 +287,12 @@ impl Table {
                         g.restricts_tools = true;
                         g.restricts_skills = true;
                     }
+                    SelectorKind::Hint => {
+                        if let Some(h) = Hint::parse(pattern) {
+                            g.hints = g.hints.with(h);
+                        }
+                        g.restricts_tools = true;
+                    }
                 }
             }
             g
@@ -300,6 +318,9 @@ impl Table {
         }
         if let Some(src) = item.source {
             self.sources.matches_into(src, &mut out);
+        }
+        for h in item.hints.iter() {
+            out.extend_from_slice(&self.hints[h as usize]);
         }
         out.sort_unstable();
         out.dedup();
@@ -481,7 +502,7 @@ fn runtime_grants(rt: &RuntimeGrants, item: &ItemRef<'_>) -> bool {
     if let Some(src) = item.source {
         rt.sources.matches_into(src, &mut hits);
     }
-    !hits.is_empty()
+    !hits.is_empty() || item.hints.iter().any(|h| rt.hints.contains(h))
 }
 
 #[cfg(test)]
@@ -589,6 +610,25 @@ mod tests {
         ] {
             assert_eq!(decide(src, &ctx, item).exposure, exposure, "{item:?}");
         }
+    }
+
+    /// A runtime grant may be a hint; an unknown hint name there is an error
+    /// with a did-you-mean, not a grant that silently lets nothing through.
+    #[test]
+    fn runtime_grants_by_hint() {
+        let reg = Registry::from_json(
+            r#"[{"name": "r", "annotations": {"readOnlyHint": true}}, {"name": "w"}]"#,
+        )
+        .unwrap();
+        let ctx = Context::default().with_grants(["hint:read_only"]);
+        let exposure = |name| decide("", &ctx, ItemRef::from_tool(reg.get(name).unwrap())).exposure;
+        assert_eq!(exposure("r"), Exposure::Active);
+        assert_eq!(exposure("w"), Exposure::Hidden);
+        let p = Policy::parse("t", "").unwrap();
+        let e = Table::compile(&p)
+            .resolve(&Context::default().with_grants(["hint:readonly"]))
+            .unwrap_err();
+        assert_eq!(e.help.as_deref(), Some("did you mean `hint:read_only`"));
     }
 
     #[test]

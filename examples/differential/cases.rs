@@ -207,6 +207,7 @@ impl Item {
             source: self.source.as_deref(),
             defer_hint: self.hint,
             model_invocable: self.invocable,
+            ..ItemRef::tool(&self.name)
         }
     }
 }

@@ -101,6 +101,7 @@ fn differential(policy: &Policy) {
                     source: source.as_deref(),
                     defer_hint: hint,
                     model_invocable: true,
+                    ..ItemRef::tool(name)
                 };
                 let want = reference::decide(policy, &ctx, &item);
                 assert_eq!(

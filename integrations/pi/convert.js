@@ -43,7 +43,7 @@ export function parseEntry(entry, listAction, where) {
 
 /** A pattern as the policy language writes it: bare where it can be, else quoted. */
 export function selector(pattern) {
-  const bare = /^[A-Za-z0-9_\-./:*]+$/.test(pattern) && !/^(skill|source):/i.test(pattern);
+  const bare = /^[A-Za-z0-9_\-./:*]+$/.test(pattern) && !/^(skill|source|hint):/i.test(pattern);
   return bare ? pattern : `"${pattern.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
 }
 

@@ -32,6 +32,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { policyFromLazyTools } from './convert.js';
+import { hintFields } from './hints.js';
 
 const require = createRequire(import.meta.url);
 const { Engine, readInput } = require('@toolpolicy/node');
@@ -212,6 +213,7 @@ export function createExtension(options = {}) {
           description: t.description ?? '',
           parameters: t.parameters ?? { type: 'object', properties: {} },
           source: sourceOf(t),
+          ...hintFields(t, sourceOf(t)),
         }));
 
     /** The search tool's name, once the engine knows it (the policy's). */

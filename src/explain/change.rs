@@ -4,7 +4,10 @@
 //! sentence reports what the edit would really do.
 
 use crate::ast::{Selector, SelectorKind, Span};
+use serde_json::Value;
+
 use crate::decision::{CauseKind, Context, Decision, ItemKind, ItemRef, Origin};
+use crate::hint::{Annotations, Hint};
 use crate::policy::{Condition, Policy, Rule, RuleKind, Scope};
 use crate::reference::applies;
 use crate::table::Table;
@@ -105,7 +108,18 @@ fn without(policy: &Policy, rules: &[usize], item: &ItemRef<'_>) -> (Policy, Str
             .iter()
             .filter(|s| matching_selector(&single(rule, s), item).is_some())
             .collect();
-        words.push(if hits.len() == rule.selectors.len() {
+        let hints: Vec<String> = hits
+            .iter()
+            .filter(|s| s.kind == SelectorKind::Hint)
+            .map(|s| format!("`{}`", policy.source.slice(s.span)))
+            .collect();
+        words.push(if !hints.is_empty() && hits.len() < rule.selectors.len() {
+            format!(
+                "remove {} from {} (a hint picks every tool that has it)",
+                hints.join(", "),
+                at_scoped(policy, rule)
+            )
+        } else if hits.len() == rule.selectors.len() {
             format!("remove {}", at_scoped(policy, rule))
         } else if hits.iter().all(|s| !s.pattern.contains('*')) {
             format!("remove `{name}` from {}", at_scoped(policy, rule))
@@ -288,7 +302,59 @@ pub(super) fn suggestions(
         }
     }
     out.extend(flip_flag(policy, ctx, item, d));
+    out.extend(other_claim(policy, ctx, item, d));
     out
+}
+
+/// When the deciding rule goes by a hint, the decision had the tool's server
+/// said otherwise: a hint is the server's claim, and a changed claim is a
+/// changed decision.
+fn other_claim(policy: &Policy, ctx: &Context, item: &ItemRef<'_>, d: &Decision) -> Option<String> {
+    let raw = item.annotations?;
+    let Some(Origin::Rule(i)) = d.origin else {
+        return None;
+    };
+    let rule = policy.rules.get(i as usize)?;
+    let h = match matching_selector(rule, item) {
+        Some(s) if s.kind == SelectorKind::Hint => Hint::parse(&s.pattern),
+        Some(_) => None,
+        None => rule
+            .selectors
+            .iter()
+            .find(|s| s.kind == SelectorKind::Hint)
+            .and_then(|s| Hint::parse(&s.pattern)),
+    }?;
+    let (had, _) = Annotations::read(Some(raw));
+    let mut claims = raw.as_object().cloned().unwrap_or_default();
+    let mut said = Vec::new();
+    // The hint's own annotation first; read-only overrides destructive and
+    // idempotent, so flip it too when that alone changes nothing.
+    for key in [h, Hint::ReadOnly] {
+        let value = Value::Object(claims.clone());
+        let (now, _) = Annotations::read(Some(&value));
+        if now.has(h) != had.has(h) {
+            break;
+        }
+        let flipped = !now.value(key);
+        claims.insert(key.annotation().into(), Value::Bool(flipped));
+        said.push(format!("`{}: {flipped}`", key.annotation()));
+    }
+    let value = Value::Object(claims);
+    let (now, _) = Annotations::read(Some(&value));
+    if now.has(h) == had.has(h) {
+        return None;
+    }
+    let other = ItemRef {
+        hints: now.hints(),
+        annotations: Some(&value),
+        ..*item
+    };
+    let after = decide(policy, ctx, &other)?;
+    Some(format!(
+        "if its server said {}: {}",
+        said.join(" and "),
+        then(policy, d, &after, item.kind)
+    ))
 }
 
 /// When what decided holds under a `when`, the decision with that flag flipped.

@@ -106,3 +106,13 @@ fn every_line_break_of_the_grammar_is_a_line_break() {
         assert_eq!(fmt(src), "Defer(x)  # c\nNoDefer(y)\n", "{src:?}");
     }
 }
+
+/// A hint's prefix is written lowercase; a tool named like a hint stays quoted.
+#[test]
+fn hints_are_written_canonically() {
+    let src = "mode plan { grant( HINT:read_only,Hint:idempotent ) }\nHide(\"hint:x\", hint:destructive)\n";
+    assert_eq!(
+        fmt(src),
+        "mode plan {\n  Grant(hint:read_only, hint:idempotent)\n}\nHide(\"hint:x\", hint:destructive)\n"
+    );
+}

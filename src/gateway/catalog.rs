@@ -77,9 +77,20 @@ pub fn build<'a>(servers: impl IntoIterator<Item = (&'a str, &'a [Value])>) -> C
     }
     match Registry::new(tools) {
         Ok(registry) => Catalog {
+            // A server's annotation that is not a boolean counts as absent
+            // for `hint:` selectors; the operator hears of it once per listing.
+            warnings: warnings
+                .into_iter()
+                .chain(
+                    registry
+                        .warnings()
+                        .iter()
+                        .filter(|w| w.code == crate::diag::Code::BadAnnotation)
+                        .map(|w| w.message.clone()),
+                )
+                .collect(),
             registry,
             routes,
-            warnings,
         },
         // Unreachable by the checks above; an empty registry beats a panic.
         Err(e) => {
@@ -109,6 +120,7 @@ fn tool(full: &str, server: &str, entry: &Value) -> Tool {
         source: Some(format!("mcp:{server}")),
         defer_loading: false,
         extra,
+        ..Tool::default()
     }
 }
 
@@ -188,6 +200,33 @@ mod tests {
         assert_eq!(c.warnings.len(), 2, "{:?}", c.warnings);
         assert!(c.warnings[0].starts_with("server `zeta`: tool `bad"));
         assert!(c.warnings[1].contains("listed twice"));
+    }
+
+    /// A server's annotations become the tool's hints; one that is not a
+    /// boolean is a warning naming the tool and counts as absent.
+    #[test]
+    fn annotations_become_hints_and_bad_ones_are_said() {
+        use crate::hint::Hint;
+        let tools = [
+            json!({"name": "read", "annotations": {"readOnlyHint": true}}),
+            json!({"name": "odd", "annotations": {"readOnlyHint": "yes"}}),
+        ];
+        let c = build([("fs", &tools[..])]);
+        assert!(
+            c.registry
+                .get("fs__read")
+                .unwrap()
+                .hints
+                .contains(Hint::ReadOnly)
+        );
+        let odd = c.registry.get("fs__odd").unwrap();
+        assert!(!odd.hints.contains(Hint::ReadOnly) && odd.hints.contains(Hint::Destructive));
+        assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
+        assert!(
+            c.warnings[0].contains("`readOnlyHint` of tool `fs__odd`"),
+            "{:?}",
+            c.warnings
+        );
     }
 
     #[test]

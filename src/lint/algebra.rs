@@ -80,7 +80,7 @@ pub fn picks(sel: &Selector, kind: ItemKind) -> bool {
     matches!(
         (sel.kind, kind),
         (SelectorKind::Source, _)
-            | (SelectorKind::Tool, ItemKind::Tool)
+            | (SelectorKind::Tool | SelectorKind::Hint, ItemKind::Tool)
             | (SelectorKind::Skill, ItemKind::Skill)
     )
 }
@@ -101,6 +101,13 @@ pub fn covers(outer: &Selector, inner: &Selector, kind: ItemKind) -> bool {
         return false;
     }
     match (outer.kind, inner.kind) {
+        // A hint covers only itself: a read-only tool is idempotent, but
+        // the lints need not know it to stay right (they err towards silence).
+        (SelectorKind::Hint, SelectorKind::Hint) => outer.pattern == inner.pattern,
+        (SelectorKind::Hint, _) => false,
+        (_, SelectorKind::Hint) => {
+            outer.kind == SelectorKind::Tool && is_everything(&outer.pattern)
+        }
         (SelectorKind::Source, SelectorKind::Source) => subsumes(&outer.pattern, &inner.pattern),
         (SelectorKind::Source, _) => false,
         (_, SelectorKind::Source) => is_everything(&outer.pattern),
@@ -114,6 +121,12 @@ pub fn disjoint(a: &Selector, b: &Selector, kind: ItemKind) -> bool {
         return true;
     }
     match (a.kind, b.kind) {
+        // Only a read-only tool is never destructive; other hints go together.
+        (SelectorKind::Hint, SelectorKind::Hint) => {
+            let pair = [a.pattern.as_str(), b.pattern.as_str()];
+            pair == ["read_only", "destructive"] || pair == ["destructive", "read_only"]
+        }
+        (SelectorKind::Hint, _) | (_, SelectorKind::Hint) => false,
         // A name and a source constrain different fields: some item meets both.
         (SelectorKind::Source, SelectorKind::Source) => !overlap(&a.pattern, &b.pattern),
         (SelectorKind::Source, _) | (_, SelectorKind::Source) => false,

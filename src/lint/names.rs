@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 use crate::ast::{Selector, SelectorKind};
 use crate::decision::ItemKind;
 use crate::diag::{Code, Diagnostic, closest};
+use crate::hint::Hint;
 use crate::pattern::Pattern;
 use crate::policy::{Condition, Policy, Rule, RuleKind, Scope};
 
@@ -118,12 +119,13 @@ fn suggestion<'w>(
     s: &Selector,
     kinds: &[ItemKind],
 ) -> Option<String> {
-    let names = vocabulary.list(w, s.kind == SelectorKind::Source, kinds);
     let prefix = match s.kind {
         SelectorKind::Tool => "",
         SelectorKind::Skill => "skill:",
         SelectorKind::Source => "source:",
+        SelectorKind::Hint => return Hint::parse(&s.pattern).map(what_it_takes),
     };
+    let names = vocabulary.list(w, s.kind == SelectorKind::Source, kinds);
     if !s.pattern.contains('*') {
         let close = closest(&s.pattern, names.iter().map(|(n, _)| *n));
         if close.is_empty() {
@@ -181,6 +183,10 @@ pub fn check<'w>(w: &World<'w>, out: &mut Vec<Diagnostic>) {
             if n != Some(true) {
                 continue;
             }
+            if s.kind == SelectorKind::Hint {
+                hint_matches_nothing(w, rule, s, out);
+                continue;
+            }
             let kinds = kinds(rule, s);
             let written = policy.source.slice(s.span);
             let mut help = suggestion(w, &vocabulary, s, &kinds).unwrap_or_else(|| {
@@ -203,6 +209,80 @@ pub fn check<'w>(w: &World<'w>, out: &mut Vec<Diagnostic>) {
                 .with_help(help),
             );
         }
+    }
+}
+
+/// What a tool's annotations must say for it to have the hint.
+fn what_it_takes(h: Hint) -> String {
+    let says = match h {
+        Hint::ReadOnly => "`readOnlyHint: true`",
+        Hint::Destructive => "neither `readOnlyHint: true` nor `destructiveHint: false`",
+        Hint::Idempotent => "`idempotentHint: true` or `readOnlyHint: true`",
+        Hint::OpenWorld => "anything but `openWorldHint: false`",
+    };
+    format!("`{h}` picks a tool whose annotations say {says}")
+}
+
+/// PL121: a hint no registry tool has. Without any annotations in the
+/// registry, a `Hide` or `Defer` by hint is PL122's finding, said once.
+fn hint_matches_nothing(w: &World<'_>, rule: &Rule, s: &Selector, out: &mut Vec<Diagnostic>) {
+    let bare = w.registry.is_some_and(|r| !r.has_annotations());
+    if bare && matches!(rule.kind, RuleKind::Hide | RuleKind::Defer) {
+        return;
+    }
+    let Some(h) = Hint::parse(&s.pattern) else {
+        return;
+    };
+    let why = if bare {
+        "the registry carries no annotations, so every tool has the defaults".to_string()
+    } else {
+        what_it_takes(h)
+    };
+    out.push(
+        Diagnostic::new(
+            Code::HintMatchesNothing,
+            s.span,
+            format!("no tool in the registry has `{h}`"),
+        )
+        .with_help(format!(
+            "{why}; a hint is what a tool's server says of it, read from its `annotations`"
+        )),
+    );
+}
+
+/// PL122: hiding or deferring by hint while no registry tool carries
+/// annotations. Every tool then has MCP's defaults (destructive, open
+/// world, neither read-only nor idempotent), so the rule picks all of them
+/// or none; said once, at the first such selector.
+pub fn no_annotations(w: &World<'_>, out: &mut Vec<Diagnostic>) {
+    if !w
+        .registry
+        .is_some_and(|r| !r.is_empty() && !r.has_annotations())
+    {
+        return;
+    }
+    let first = w
+        .policy
+        .rules
+        .iter()
+        .filter(|r| matches!(r.kind, RuleKind::Hide | RuleKind::Defer))
+        .flat_map(|r| r.selectors.iter().map(move |s| (r, s)))
+        .find(|(_, s)| s.kind == SelectorKind::Hint);
+    if let Some((rule, s)) = first {
+        out.push(
+            Diagnostic::new(
+                Code::NoAnnotations,
+                s.span,
+                format!(
+                    "`{}` goes by `{}`, but no tool in the registry carries annotations",
+                    w.policy.text_of(rule.span),
+                    w.policy.source.slice(s.span)
+                ),
+            )
+            .with_help(
+                "without `annotations` every tool counts as destructive and open-world and as neither read-only nor idempotent, so a hint picks every tool or none; pass a registry that carries the servers' annotations, or select by name",
+            ),
+        );
     }
 }
 

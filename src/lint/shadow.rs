@@ -336,6 +336,7 @@ struct Deciders {
     tools: PatternSet<u32>,
     skills: PatternSet<u32>,
     sources: PatternSet<u32>,
+    hints: PatternSet<u32>,
 }
 
 impl Deciders {
@@ -344,6 +345,7 @@ impl Deciders {
             tools: PatternSet::default(),
             skills: PatternSet::default(),
             sources: PatternSet::default(),
+            hints: PatternSet::default(),
         };
         let mut seen = HashSet::new();
         for (ri, r) in policy.rules.iter().enumerate() {
@@ -361,6 +363,8 @@ impl Deciders {
                     SelectorKind::Tool => &mut d.tools,
                     SelectorKind::Skill => &mut d.skills,
                     SelectorKind::Source => &mut d.sources,
+                    // Only the same hint covers a hint (`algebra::covers`).
+                    SelectorKind::Hint => &mut d.hints,
                 };
                 set.insert(&Pattern::new(&sel.pattern), ri as u32);
             }
@@ -379,6 +383,9 @@ impl Deciders {
         }
         if s.kind == SelectorKind::Source {
             self.sources.matches_into(&witness, &mut out);
+        }
+        if s.kind == SelectorKind::Hint {
+            self.hints.matches_into(&witness, &mut out);
         }
         out.sort_unstable();
         out.dedup();

@@ -450,3 +450,55 @@ fn bundled_policies_are_clean() {
         }
     }
 }
+
+fn annotated(tools: &[(&str, serde_json::Value)]) -> Registry {
+    let entries: Vec<serde_json::Value> = tools
+        .iter()
+        .map(|(n, a)| serde_json::json!({"name": n, "annotations": a}))
+        .collect();
+    Registry::from_json(&serde_json::Value::Array(entries).to_string()).unwrap()
+}
+
+/// PL121 for a hint no tool has; PL122 once for hiding or deferring by hint
+/// while nothing carries annotations; quiet for a `NoDefer` by hint in a
+/// scope that also hides by name.
+#[test]
+fn hints_against_the_registry() {
+    let reg = annotated(&[
+        ("read", serde_json::json!({"readOnlyHint": true})),
+        ("edit", serde_json::json!({"destructiveHint": false})),
+    ]);
+    let with = |registry| Options {
+        registry: Some(registry),
+        ..Options::default()
+    };
+    assert_eq!(
+        found(
+            "Hide(hint:destructive)\nNoDefer(hint:read_only, hint:idempotent)\n",
+            with(&reg)
+        ),
+        [("PL121", 1)]
+    );
+    assert_eq!(
+        found(
+            "mode plan {\n  Grant(hint:read_only)\n  Hide(edit)\n  NoDefer(hint:read_only)\n}\n",
+            with(&reg)
+        ),
+        []
+    );
+    let bare = registry(&[("read", None), ("edit", None)]);
+    assert_eq!(
+        found(
+            "Hide(hint:destructive)\nDefer(hint:open_world)\nmode m {\n  Hide(hint:read_only)\n}\n",
+            with(&bare)
+        ),
+        // Said once; that everything is hidden, so the `Defer` is shadowed,
+        // is true and its own finding.
+        [("PL122", 1), ("PL102", 2)]
+    );
+    // Without a registry nothing is known: quiet.
+    assert_eq!(
+        plain("search s\nHide(hint:destructive)\nDefer(hint:read_only)\n"),
+        []
+    );
+}

@@ -16,6 +16,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use crate::ast::{Selector, SelectorKind};
 use crate::decision::{Context, Decision, ItemKind, ItemRef};
+use crate::hint::Hint;
 use crate::pattern::{Pattern, PatternSet};
 use crate::policy::{Policy, Rule, RuleKind, Scope};
 use crate::reference::applies;
@@ -246,10 +247,18 @@ impl<'a> World<'a> {
 fn matched_by(selectors: &[&Selector], items: &[Known<'_>], kind: ItemKind) -> Vec<Matched> {
     let mut names: PatternSet<u32> = PatternSet::default();
     let mut sources: PatternSet<u32> = PatternSet::default();
+    let mut hints: Vec<(u32, Hint)> = Vec::new();
     let mut out: Vec<Matched> = Vec::with_capacity(selectors.len());
     for (id, sel) in selectors.iter().enumerate() {
         let pattern = Pattern::new(&sel.pattern);
         let set = match sel.kind {
+            SelectorKind::Hint => {
+                if let Some(h) = Hint::parse(&sel.pattern).filter(|_| kind == ItemKind::Tool) {
+                    hints.push((id as u32, h));
+                }
+                out.push(Matched::Some(Vec::new()));
+                continue;
+            }
             SelectorKind::Source => &mut sources,
             _ if picks(sel, kind) => &mut names,
             _ => {
@@ -272,6 +281,12 @@ fn matched_by(selectors: &[&Selector], items: &[Known<'_>], kind: ItemKind) -> V
         if let Some(src) = k.item.source {
             sources.matches_into(src, &mut hits);
         }
+        hits.extend(
+            hints
+                .iter()
+                .filter(|(_, h)| k.item.hints.contains(*h))
+                .map(|(id, _)| *id),
+        );
         hits.sort_unstable();
         hits.dedup();
         for &id in &hits {

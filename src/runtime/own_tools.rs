@@ -46,6 +46,7 @@ fn own(name: &str, description: String, parameters: Value) -> Tool {
         source: None,
         defer_loading: false,
         extra: Map::new(),
+        ..Tool::default()
     }
 }
 

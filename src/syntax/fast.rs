@@ -431,6 +431,8 @@ impl<'a> Reader<'a, '_> {
             (SelectorKind::Skill, 6)
         } else if starts(b"source:") {
             (SelectorKind::Source, 7)
+        } else if starts(b"hint:") {
+            (SelectorKind::Hint, 5)
         } else {
             (SelectorKind::Tool, 0)
         };
@@ -583,6 +585,7 @@ mode agent {
     Edit ,Write,
   )
   defer(skill:"my \"skill\"", source:mcp:*, skill:x*, "skill:literal")
+  Grant(hint:read_only, HINT:"destructive", hint:*, "hint:idempotent", hint:)
   when ! codemode { Defer(*) }
 }
 bot * {
@@ -713,6 +716,11 @@ Mode chat {}
             "source:mcp:*",
             "Skill:",
             "SOURCE:",
+            "hint:",
+            "Hint:",
+            "hint:read_only",
+            "HINT:destructive",
+            "hint:*",
             "\"q\"",
             "\"a\\\"b\"",
             "\"\\\\\"",
@@ -789,6 +797,8 @@ Mode chat {}
                     "Hide(Skill:x, SOURCE:mcp:*)", "guard g, h", "search s", "activation = \"sticky\"", "max_activations = 3",
                     "mode m {", "bot * {", "bot r {", "when f {", "when !f {", "}", "",
                     "# comment", "  Grant(z)  # why", "mode n { Defer(q) }",
+                    "Grant(hint:read_only)", "Hide(HINT:destructive, hint:\"x\")", "guard hint:idempotent",
+                    "NoDefer(hint:, \"hint:open_world\")",
                 ]),
                 0..25,
             )

@@ -169,6 +169,39 @@ class Eras:
                         self.assert_not_found(result, "everything__get-env")
                 self.assert_clean(gw)
 
+    async def test_hints_pick_exactly_the_tools_the_servers_mark(self):
+        # The npm filesystem and everything servers annotate their tools; the
+        # gateway passes those annotations on, so `hint:` selectors see them.
+        servers = real_servers(self.work.path, ["filesystem", "everything"])
+        async with self.connect(servers, policy="NoDefer(*)\n") as gw:
+            with anyio.fail_after(harness.CALL_TIMEOUT):
+                every = [t for t in (await gw.client.list_tools()).tools if "__" in t.name]
+
+        def says(t, key: str, default: bool) -> bool:
+            # As the servers sent it: `readOnlyHint` and so on, camel case.
+            sent = t.annotations.model_dump(by_alias=True) if t.annotations else {}
+            value = sent.get(key)
+            return value if isinstance(value, bool) else default
+
+        read_only = {t.name for t in every if says(t, "readOnlyHint", False)}
+        harmless = {t.name for t in every if says(t, "readOnlyHint", False) or not says(t, "destructiveHint", True)}
+        self.assertIn("filesystem__read_text_file", read_only)
+        self.assertNotIn("filesystem__write_file", harmless)
+        self.assertTrue(0 < len(read_only) < len(harmless) < len(every), (read_only, harmless))
+        for policy, want in {
+            "NoDefer(*)\nGrant(hint:read_only)\n": read_only,
+            "NoDefer(*)\nHide(hint:destructive)\n": harmless,
+        }.items():
+            with self.subTest(policy=policy):
+                async with self.connect(servers, policy=policy) as gw:
+                    shown = {name for name in await listed(gw.client) if "__" in name}
+                    self.assertEqual(shown, want)
+                    self.assert_not_found(
+                        await outcome(gw.client, "filesystem__write_file", {"path": "x", "content": ""}),
+                        "filesystem__write_file",
+                    )
+                    self.assert_clean(gw)
+
     async def test_negotiates_the_clients_era(self):
         async with self.connect() as gw:
             self.assertEqual(gw.client.protocol_version, harness.ERA_VERSIONS[self.era])

@@ -33,11 +33,15 @@ pub fn pattern() -> impl Strategy<Value = String> {
     "[ab*]{1,3}"
 }
 
+/// The four `hint:` names.
+pub const HINTS: [&str; 4] = ["read_only", "destructive", "idempotent", "open_world"];
+
 pub fn selector() -> impl Strategy<Value = String> {
     prop_oneof![
         3 => pattern(),
         1 => pattern().prop_map(|p| format!("skill:{p}")),
         1 => pattern().prop_map(|p| format!("source:{p}")),
+        1 => prop::sample::select(&HINTS[..]).prop_map(|h| format!("hint:{h}")),
     ]
 }
 
@@ -161,6 +165,7 @@ impl GenItem {
             source: self.source.as_deref(),
             defer_hint: self.hint,
             model_invocable: self.invocable,
+            ..ItemRef::tool(&self.name)
         }
     }
 }

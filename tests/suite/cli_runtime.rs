@@ -209,3 +209,93 @@ fn usage_errors_exit_2() {
         "a policy with errors"
     );
 }
+
+const GATEWAY: [&str; 4] = [
+    "--policy",
+    "policies/gateway.policy",
+    "--registry",
+    "examples/registries/gateway.json",
+];
+
+fn names(v: &Value) -> Vec<&str> {
+    v.as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// Plan mode by hint: the plan keeps exactly the tools whose servers say they
+/// are read-only (less the one hidden by name), and a search finds nothing else.
+#[test]
+fn plan_and_search_honour_hints() {
+    let args = |cmd: &[&'static str]| -> Vec<&'static str> {
+        let mut v = cmd.to_vec();
+        v.extend(GATEWAY);
+        v.extend(["--flag", "readonly", "--format", "json"]);
+        v
+    };
+    let plan = json(&args(&["plan"]));
+    let registry: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/registries/gateway.json"),
+        )
+        .expect("registry"),
+    )
+    .expect("JSON");
+    let read_only: Vec<&str> = registry
+        .as_array()
+        .expect("array")
+        .iter()
+        .filter(|t| t["annotations"]["readOnlyHint"] == true)
+        .filter_map(|t| t["name"].as_str())
+        .filter(|n| *n != "everything__get-env")
+        .collect();
+    let mut shown: Vec<&str> = names(&plan["declared"]);
+    shown.extend(names(&plan["deferred"]));
+    shown.retain(|n| *n != "tool_search");
+    shown.sort_unstable();
+    let mut want = read_only.clone();
+    want.sort_unstable();
+    assert_eq!(shown, want);
+    assert!(names(&plan["hidden"]).contains(&"filesystem__write_file"));
+    let found = json(&[args(&["search"]), vec!["write a file"]].concat());
+    let activated = names(&found["activated"]);
+    assert!(!activated.is_empty(), "{found}");
+    assert!(activated.iter().all(|n| read_only.contains(n)), "{found}");
+    // Without the flag the same search finds the tool that writes.
+    let mut plain = vec!["search"];
+    plain.extend(GATEWAY);
+    plain.extend(["--format", "json", "write a file"]);
+    assert!(names(&json(&plain)["activated"]).contains(&"filesystem__write_file"));
+}
+
+/// The matrix decides every registry tool by its hints.
+#[test]
+fn the_matrix_decides_by_hints() {
+    let mut args = vec!["explain"];
+    args.extend(GATEWAY);
+    args.extend(["--flag", "readonly", "--format", "json"]);
+    let m = json(&args);
+    let cell = |item: &str| {
+        m["rows"]
+            .as_array()
+            .and_then(|rows| rows.iter().find(|r| r["item"] == item))
+            .map(|r| {
+                (
+                    r["cells"][0]["exposure"].clone(),
+                    r["cells"][0]["cause"].clone(),
+                )
+            })
+    };
+    assert_eq!(
+        cell("filesystem__write_file"),
+        Some(("hidden".into(), "grant".into()))
+    );
+    assert_eq!(
+        cell("memory__read_graph"),
+        Some(("deferred".into(), "defer".into()))
+    );
+    assert_eq!(
+        cell("everything__get-sum"),
+        Some(("hidden".into(), "grant".into()))
+    );
+}

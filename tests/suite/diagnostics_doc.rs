@@ -71,6 +71,8 @@ fn every_code_the_invalid_examples_expect_is_documented() {
 fn every_example_produces_its_code_as_shown() {
     let read = |p: &str| std::fs::read_to_string(root().join(p)).expect("test data");
     let registry = Registry::from_json(&read("tests/data/lint/registry.json")).expect("registry");
+    let annotated =
+        Registry::from_json(&read("tests/data/lint/annotated.json")).expect("annotated registry");
     let skills = SkillList::from_json(&read("tests/data/lint/skills.json")).expect("skills");
     for (code, body) in sections(&doc()) {
         if let Some(registry) = block(&body, "json") {
@@ -92,7 +94,13 @@ fn every_example_produces_its_code_as_shown() {
             .and_then(|(_, rest)| rest.split(' ').next())
             .and_then(|n| n.parse().ok());
         let options = Options {
-            registry: command.contains("--registry").then_some(&registry),
+            registry: match command.split_once("--registry ") {
+                Some((_, rest)) if rest.starts_with("tests/data/lint/annotated.json") => {
+                    Some(&annotated)
+                }
+                Some(_) => Some(&registry),
+                None => None,
+            },
             skills: command.contains("--skills").then_some(&skills),
             max_tokens,
             engine_search: command.contains("--engine-tools"),

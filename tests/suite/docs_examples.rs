@@ -184,3 +184,43 @@ fn every_link_of_the_readme_and_docs_resolves() {
     }
     assert!(links > 50, "only {links} links found");
 }
+
+/// The hints page: its policies load, and each command it shows prints what
+/// the page says (up to a `  ...` line, then the lines after it, in order).
+#[test]
+fn the_hints_page_examples_are_true() {
+    let page = doc("hints.md");
+    let policies = blocks(&page, "policy");
+    assert!(!policies.is_empty());
+    for text in policies {
+        if let Err(e) = Policy::parse("example.policy", &text) {
+            panic!("docs/hints.md shows a policy that does not load:\n{text}\n{e:?}");
+        }
+    }
+    let mut seen = 0;
+    for block in blocks(&page, "text") {
+        let Some((command, shown)) = block.split_once('\n') else {
+            continue;
+        };
+        let Some(rest) = command.strip_prefix("$ policy ") else {
+            continue;
+        };
+        let out = policy(&rest.split_whitespace().collect::<Vec<_>>());
+        assert!(out.status.success(), "`{command}` fails");
+        let printed = String::from_utf8_lossy(&out.stdout);
+        let (head, tail) = shown.split_once("  ...\n").unwrap_or((shown, ""));
+        assert!(
+            printed.starts_with(head),
+            "docs/hints.md shows for `{command}`:\n{head}\nbut it prints:\n{printed}"
+        );
+        let mut from = head.len();
+        for line in tail.lines() {
+            let at = printed[from..].find(line).unwrap_or_else(|| {
+                panic!("`{command}` does not print, in order:\n{line}\n{printed}")
+            });
+            from += at + line.len();
+        }
+        seen += 1;
+    }
+    assert!(seen >= 2, "only {seen} commands found");
+}

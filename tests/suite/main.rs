@@ -32,6 +32,7 @@ mod newcomer;
 mod output;
 mod policies;
 mod props_format;
+mod props_hints;
 mod props_lint;
 mod props_table;
 mod readme;

@@ -398,3 +398,29 @@ test('planJson is the same text while nothing changes, and follows a change or a
   engine.reloadRegistry(small.map((t) => (t.name === 'Read' ? { ...t, description: 'Read, changed.' } : t)));
   assert.equal(JSON.parse(chat.planJson()).declared[0].description, 'Read, changed.');
 });
+
+test('tool annotations drive hint: selectors in every shape, and explain names them', () => {
+  const tools = [
+    { name: 'read_file', description: 'Read a file.', annotations: { readOnlyHint: true, openWorldHint: false } },
+    { name: 'write_file', description: 'Write a file.', annotations: { readOnlyHint: false, destructiveHint: true } },
+    { name: 'mkdir', description: 'Make a folder.', annotations: { destructiveHint: false } },
+    { name: 'shell', description: 'Run a command.' },
+  ];
+  const policy = 'mode plan {\n  Grant(hint:read_only)\n}\nmode agent {\n  Hide(hint:destructive)\n}\n';
+  const shapes = [
+    tools,
+    tools.map((t) => ({ name: t.name, description: t.description, inputSchema: { type: 'object' }, annotations: t.annotations })),
+    tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, annotations: t.annotations } })),
+  ];
+  for (const shape of shapes) {
+    const engine = new Engine(policy, shape);
+    const plan = (mode) => engine.session({ mode }).plan();
+    assert.deepEqual(plan('plan').declared.map((t) => t.name), ['read_file']);
+    assert.deepEqual(plan('agent').declared.map((t) => t.name), ['read_file', 'mkdir']);
+    assert.deepEqual(plan('agent').hidden, ['write_file', 'shell']);
+  }
+  const e = new Engine(policy, tools).explain('shell', { mode: 'agent' });
+  assert.equal(e.cause.kind, 'hide');
+  assert.equal(e.cause.selector.text, 'hint:destructive');
+  assert.match(e.cause.annotation, /`destructiveHint` absent, so true \(the default\)/);
+});

@@ -85,3 +85,14 @@ test('without a policy file the bundled example is used, and it loads', async ()
   assert.ok(plan.declared.some((t) => t.name === 'read'));
   assert.ok(plan.deferred.includes('browser_navigate'));
 });
+
+test('a tool named like a selector prefix is quoted, hint: included', async () => {
+  const { selector } = await import('../convert.js');
+  for (const name of ['skill:x', 'source:y', 'hint:read_only', 'HINT:z']) assert.equal(selector(name), `"${name}"`);
+  assert.equal(selector('read'), 'read');
+  const engine = new Engine(policyFromLazyTools({ noDefer: ['hint:read_only'], defer: ['Defer(*)'] }), [
+    { name: 'hint:read_only', description: 'A tool with an odd name.' },
+    { name: 'other', description: 'Another tool.', annotations: { readOnlyHint: true } },
+  ]);
+  assert.deepEqual(engine.session().plan().declared.map((t) => t.name), ['hint:read_only']);
+});

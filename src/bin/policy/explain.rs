@@ -32,7 +32,7 @@ pub struct Args {
     /// A runtime flag that is set (repeatable)
     #[arg(long = "flag")]
     flags: Vec<String>,
-    /// A tool registry (JSON), for `source:` selectors and `defer_loading` hints
+    /// A tool registry (JSON), for `source:` and `hint:` selectors and `defer_loading` hints
     #[arg(long)]
     registry: Option<PathBuf>,
     /// A skill list (JSON)
@@ -302,6 +302,9 @@ pub fn render(out: &mut String, policy: &Policy, e: &Explanation) {
             " ".repeat(column - 1),
             "^".repeat(width)
         );
+        if let Some(a) = &e.cause.annotation {
+            let _ = writeln!(out, "  {:gutter$} = {a}", "");
+        }
     }
     if !e.near_misses.is_empty() {
         let _ = writeln!(
@@ -335,6 +338,9 @@ pub fn render(out: &mut String, policy: &Policy, e: &Explanation) {
                 "    line {:<3} {:width$}  {}",
                 c.rule.line, c.rule.text, c.why
             );
+            if let Some(a) = &c.annotation {
+                let _ = writeln!(out, "    {:3}      {:width$}  ({a})", "", "");
+            }
         }
     }
     let _ = writeln!(out, "  settings in effect:");

@@ -20,7 +20,7 @@ pub struct ContextArgs {
     /// A runtime flag that is set (repeatable)
     #[arg(long = "flag")]
     pub flags: Vec<String>,
-    /// A runtime grant, in selector syntax (`Read`, `skill:review`, `source:mcp:*`);
+    /// A runtime grant, in selector syntax (`Read`, `skill:review`, `source:mcp:*`, `hint:read_only`);
     /// repeatable. With any, the chat sees only what they grant
     #[arg(long = "grant")]
     pub grants: Vec<String>,

@@ -21,8 +21,9 @@
 //! ```
 //!
 //! A case may also give the item's facts when no registry does: `source`,
-//! `defer_loading` (the registry hint) and, for a skill, `model_invocable`; and
-//! the runtime's own `grants`. With a `registry` (or `skills`), a case whose
+//! `defer_loading` (the registry hint), `annotations` (MCP's, for `hint:`
+//! selectors: `annotations = { readOnlyHint = true }`) and, for a skill,
+//! `model_invocable`; and the runtime's own `grants`. With a `registry` (or `skills`), a case whose
 //! item is not in it and that gives none of those facts fails, with the
 //! closest names: a misspelled or renamed tool would otherwise pass. Every
 //! problem of a file (bad cases, unknown fields, missing modes) is reported
@@ -98,6 +99,8 @@ struct Case {
     cause: Option<String>,
     source: Option<String>,
     defer_loading: Option<bool>,
+    /// The tool's MCP annotations, as a registry entry would carry them.
+    annotations: Option<serde_json::Value>,
     model_invocable: Option<bool>,
 }
 
@@ -450,6 +453,10 @@ fn item_of<'a>(
     }
     if let Some(h) = c.defer_loading {
         item.defer_hint = h;
+    }
+    if let Some(a) = &c.annotations {
+        item.hints = toolpolicy::hint::Annotations::read(Some(a)).0.hints();
+        item.annotations = Some(a);
     }
     if let Some(m) = c.model_invocable {
         item.model_invocable = m;
