@@ -17,6 +17,8 @@ mod gateway_http;
 #[cfg(feature = "gateway")]
 mod gateway_memory;
 #[cfg(feature = "gateway")]
+mod gateway_reload;
+#[cfg(feature = "gateway")]
 mod gateway_support;
 #[cfg(feature = "gateway")]
 mod gateway_tls;
