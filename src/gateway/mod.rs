@@ -25,6 +25,7 @@ pub mod connection;
 pub mod dry_run;
 pub mod log;
 mod messages;
+pub mod origin;
 pub mod reload;
 mod remote;
 pub mod servers;

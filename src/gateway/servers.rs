@@ -54,9 +54,7 @@ impl ServerSpec {
         let Transport::Http { url, .. } = &self.transport else {
             return None;
         };
-        let uri = url.parse::<http::Uri>().ok()?;
-        let port = uri.port_u16().map(|p| format!(":{p}")).unwrap_or_default();
-        Some(format!("{}://{}{port}", uri.scheme_str()?, uri.host()?))
+        super::origin::origin(url)
     }
 }
 
@@ -559,27 +557,31 @@ fn url_problem(url: &str) -> Option<String> {
     if url.is_empty() {
         return Some("the URL is empty".into());
     }
-    let shown = crate::chars::escape(url);
+    // Shown by its origin: the path, query or user info may hold a key.
+    let shown = match super::origin::shown(url) {
+        s if s.is_empty() => "the URL".to_string(),
+        s => format!("`{s}`"),
+    };
     let uri = match url.parse::<http::Uri>() {
         Ok(u) => u,
-        Err(e) => return Some(format!("`{shown}` is not a URL: {e}")),
+        Err(e) => return Some(format!("{shown} is not a URL: {e}")),
     };
     match uri.scheme_str() {
         Some("http" | "https") => {}
         Some(other) => {
             return Some(format!(
-                "`{shown}` is not an `http` or `https` URL (scheme `{other}`)"
+                "{shown} is not an `http` or `https` URL (scheme `{other}`)"
             ));
         }
         None => {
             return Some(format!(
-                "`{shown}` has no scheme: write `http://` or `https://`"
+                "{shown} has no scheme: write `http://` or `https://`"
             ));
         }
     }
     match uri.host() {
         Some(h) if !h.is_empty() => None,
-        _ => Some(format!("`{shown}` has no host")),
+        _ => Some(format!("{shown} has no host")),
     }
 }
 
@@ -673,7 +675,7 @@ mod tests {
         assert!(e[2].contains("help: server names are"));
         assert_eq!(
             e[3],
-            "`mcpServers.web.url`: server `web`: `ftp://example.com/mcp` is not an `http` or `https` URL (scheme `ftp`)"
+            "`mcpServers.web.url`: server `web`: `ftp://example.com` is not an `http` or `https` URL (scheme `ftp`)"
         );
         assert_eq!(e[4], "`mcpServers.d.command`: expected a string");
     }
@@ -792,7 +794,7 @@ mod tests {
         assert!(e[2].starts_with("`mcpServers.bad.url`: server `bad`: `not a url` is not a URL"));
         assert_eq!(
             e[3],
-            "`mcpServers.rel.url`: server `rel`: `/mcp` has no scheme: write `http://` or `https://`"
+            "`mcpServers.rel.url`: server `rel`: the URL has no scheme: write `http://` or `https://`"
         );
         assert_eq!(
             e[4],

@@ -22,6 +22,8 @@ mod gateway_reload;
 mod gateway_support;
 #[cfg(feature = "gateway")]
 mod gateway_tls;
+#[cfg(feature = "gateway")]
+mod gateway_urls;
 mod golden;
 mod linear;
 mod output;
