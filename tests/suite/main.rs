@@ -26,6 +26,7 @@ mod gateway_tls;
 mod gateway_urls;
 mod golden;
 mod linear;
+mod long_names;
 mod output;
 mod policies;
 mod props_format;
