@@ -157,9 +157,44 @@ impl Gateway {
         for w in built.registry.warnings() {
             log!("warning: {w}");
         }
+        if built.registry.index_of(&self.options.call_tool).is_some() {
+            log!(
+                "warning: a server tool is named `{}`, as the call-through tool: the model reaches deferred tools through the server's",
+                self.options.call_tool
+            );
+        }
         self.engine.set_registry(built.registry);
         *self.routes.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(built.routes);
         self.bump();
+    }
+
+    /// Why the call-through tool's name is taken, if it is: it is the
+    /// search tool's name (the default one, or the one the policy gives in
+    /// this context) or a server tool's. The call-through tool would then
+    /// not be listed, while search results still send the model to it.
+    pub fn call_tool_taken(&self) -> Option<String> {
+        let call = &self.options.call_tool;
+        let search = self
+            .engine
+            .session(self.options.context.clone())
+            .ok()
+            .and_then(|s| s.plan(&self.engine).ok())
+            .and_then(|p| p.search_tool_name().map(str::to_string));
+        if call == crate::runtime::DEFAULT_SEARCH_TOOL || search.as_deref() == Some(call.as_str()) {
+            return Some(format!(
+                "`--call-tool` `{call}` is the search tool's name: choose another"
+            ));
+        }
+        if self.engine.snapshot().registry().index_of(call).is_some() {
+            let server = self.route(call).map(|(c, _)| c.name().to_string());
+            return Some(match server {
+                Some(server) => format!(
+                    "`--call-tool` `{call}` is the name of a tool of server `{server}`: choose another"
+                ),
+                None => format!("`--call-tool` `{call}` is a server tool's name: choose another"),
+            });
+        }
+        None
     }
 
     /// Tells every connection that the policy or the registry changed.

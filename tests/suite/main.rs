@@ -13,6 +13,8 @@ mod fixtures;
 #[cfg(feature = "gateway")]
 mod gateway;
 #[cfg(feature = "gateway")]
+mod gateway_flags;
+#[cfg(feature = "gateway")]
 mod gateway_http;
 #[cfg(feature = "gateway")]
 mod gateway_memory;

@@ -43,7 +43,9 @@ pub struct Args {
     /// How activated tools reach the client
     #[arg(long, value_enum, default_value_t)]
     exposure: ExposureArg,
-    /// The call-through tool's name
+    /// The call-through tool's name: a valid MCP tool name (1 to 128 ASCII
+    /// letters, digits, `_`, `-` and `.`) that is neither the search tool's
+    /// nor a server tool's
     #[arg(long, value_name = "NAME", default_value = DEFAULT_CALL_TOOL)]
     call_tool: String,
     /// Seconds one forwarded call may take before it fails
@@ -93,6 +95,11 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     })?;
     for w in &servers.warnings {
         eprintln!("warning: `{}`: {w}", args.servers.display());
+    }
+    if let Some(why) = toolpolicy::runtime::tool_name_problem(&args.call_tool) {
+        return Err(CliError::Usage(format!(
+            "`--call-tool` is not a valid MCP tool name: {why}"
+        )));
     }
     let options = Options {
         policy_path: args.policy.clone(),
@@ -157,6 +164,11 @@ async fn serve(
             )),
             Err(e) => log::line(format!("error: {e}")),
         }
+    }
+    // Only now are the servers' tool names known.
+    if let Some(why) = gw.call_tool_taken() {
+        stop(&gw, &mut termination).await;
+        return Err(CliError::Usage(why));
     }
     if dry_run {
         let report = dry_run::report(&gw, &started).map_err(CliError::Usage)?;
