@@ -23,6 +23,7 @@ pub mod catalog;
 pub mod child;
 pub mod connection;
 pub mod dry_run;
+pub mod expand;
 pub mod log;
 mod messages;
 pub mod origin;

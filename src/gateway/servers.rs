@@ -29,6 +29,7 @@ pub struct ServerSpec {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Transport {
     /// A local process spoken to over its standard input/output.
+    /// `command`, `args` and `env` values have `${VAR}` already expanded.
     Stdio {
         command: String,
         args: Vec<String>,
@@ -39,7 +40,8 @@ pub enum Transport {
     },
     /// A remote server over MCP's streamable HTTP transport.
     Http {
-        /// An `http` or `https` URL, checked when the file is read.
+        /// An `http` or `https` URL, `${VAR}` already expanded, checked when
+        /// the file is read.
         url: String,
         /// Sent with every request, in file order, `${VAR}` already expanded;
         /// names and values are checked when the file is read.
@@ -159,8 +161,10 @@ pub fn name_problem(name: &str) -> Option<String> {
 const NAME_HELP: &str = "server names are 1 to 32 ASCII letters, digits, `_` and `-`, start with a letter or digit, and neither contain `__` nor end with `_`: each tool is named `NAME__tool`";
 
 /// Reads a servers file; `dir` is its folder, against which a relative `cwd`
-/// is resolved, and `${VAR}` in header values is read from the process's
-/// environment. Every problem is returned, not only the first.
+/// is resolved, and `${VAR}` (or `${VAR:-default}`) in a local server's
+/// `command`, `args` and `env` values and a remote one's `url` and `headers`
+/// values is read from the process's environment. Every problem is
+/// returned, not only the first.
 pub fn parse(text: &str, dir: &Path) -> Result<ServersFile, Vec<Problem>> {
     parse_with_env(text, dir, &|name| std::env::var(name).ok())
 }
@@ -304,16 +308,23 @@ fn server(
             format!("server `{name}` gives both a `command` and a `url`: keep one"),
         )]);
     }
+    let lookup = env;
     let mut errors = Vec::new();
     let command = match required_string(obj, "command", path, &mut errors) {
-        Some(c) if c.contains('\0') => {
-            errors.push(problem(format!("{path}.command"), NUL));
-            String::new()
-        }
-        Some(c) if !c.trim().is_empty() => c.to_string(),
-        Some(_) => {
-            errors.push(problem(format!("{path}.command"), "the command is empty"));
-            String::new()
+        Some(raw) => {
+            let at = format!("{path}.command");
+            match expanded(raw, &at, lookup, &mut errors) {
+                Some(c) if c.contains('\0') => {
+                    errors.push(problem(at, NUL));
+                    String::new()
+                }
+                Some(c) if !c.trim().is_empty() => c,
+                Some(_) => {
+                    errors.push(problem(at, "the command is empty"));
+                    String::new()
+                }
+                None => String::new(),
+            }
         }
         None => String::new(),
     };
@@ -323,11 +334,15 @@ fn server(
             .iter()
             .enumerate()
             .filter_map(|(i, v)| match v {
-                Value::String(s) if s.contains('\0') => {
-                    errors.push(problem(format!("{path}.args[{i}]"), NUL));
-                    None
+                Value::String(s) => {
+                    let at = format!("{path}.args[{i}]");
+                    let arg = expanded(s, &at, lookup, &mut errors)?;
+                    if arg.contains('\0') {
+                        errors.push(problem(at, NUL));
+                        return None;
+                    }
+                    Some(arg)
                 }
-                Value::String(s) => Some(s.clone()),
                 _ => {
                     errors.push(problem(format!("{path}.args[{i}]"), "expected a string"));
                     None
@@ -347,16 +362,17 @@ fn server(
         Some(Value::Object(m)) => m
             .iter()
             .filter_map(|(k, v)| match v {
-                Value::String(s) => match env_problem(k, s) {
-                    None => Some((k.clone(), s.clone())),
-                    Some(why) => {
-                        errors.push(problem(
-                            format!("{path}.env.{}", crate::chars::escape(k)),
-                            why,
-                        ));
-                        None
+                Value::String(s) => {
+                    let at = format!("{path}.env.{}", crate::chars::escape(k));
+                    let value = expanded(s, &at, lookup, &mut errors)?;
+                    match env_problem(k, &value) {
+                        None => Some((k.clone(), value)),
+                        Some(why) => {
+                            errors.push(problem(at, why));
+                            None
+                        }
                     }
-                },
+                }
                 _ => {
                     errors.push(problem(
                         format!("{path}.env.{}", crate::chars::escape(k)),
@@ -405,6 +421,27 @@ fn server(
             cwd,
         },
     }))
+}
+
+/// `raw` with its `${NAME}` and `${NAME:-default}` expanded from `env`; `None`,
+/// with the problem at `at` in `errors`, when one cannot be.
+fn expanded(
+    raw: &str,
+    at: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    errors: &mut Vec<Problem>,
+) -> Option<String> {
+    match super::expand::expand(raw, env) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            errors.push(Problem {
+                path: at.to_string(),
+                message: e.message,
+                help: e.help,
+            });
+            None
+        }
+    }
 }
 
 /// A command, argument, environment variable or folder with a NUL in it: a
@@ -456,16 +493,19 @@ fn remote_server(
 ) -> Result<ServerSpec, Vec<Problem>> {
     let mut errors = Vec::new();
     let url = match required_string(obj, "url", path, &mut errors) {
-        Some(u) => match url_problem(u) {
-            None => u.trim().to_string(),
-            Some(why) => {
-                errors.push(problem(
-                    format!("{path}.url"),
-                    format!("server `{name}`: {why}"),
-                ));
-                String::new()
+        Some(raw) => {
+            let at = format!("{path}.url");
+            match expanded(raw, &at, env, &mut errors) {
+                Some(u) => match url_problem(&u) {
+                    None => u.trim().to_string(),
+                    Some(why) => {
+                        errors.push(problem(at, format!("server `{name}`: {why}")));
+                        String::new()
+                    }
+                },
+                None => String::new(),
             }
-        },
+        }
         None => String::new(),
     };
     let mut headers = Vec::new();
@@ -505,15 +545,15 @@ fn remote_server(
                     ));
                     continue;
                 }
-                match expand(raw, env) {
-                    Ok(value) if http::HeaderValue::from_str(&value).is_ok() => {
+                match expanded(raw, &at, env, &mut errors) {
+                    Some(value) if http::HeaderValue::from_str(&value).is_ok() => {
                         headers.push((k.clone(), value));
                     }
-                    Ok(_) => errors.push(problem(
+                    Some(_) => errors.push(problem(
                         at,
                         "the value has characters an HTTP header cannot carry",
                     )),
-                    Err(why) => errors.push(problem(at, why)),
+                    None => {}
                 }
             }
         }
@@ -583,38 +623,6 @@ fn url_problem(url: &str) -> Option<String> {
         Some(h) if !h.is_empty() => None,
         _ => Some(format!("{shown} has no host")),
     }
-}
-
-/// Expands `${NAME}` from `env`; `$` not followed by `{` is kept as it is.
-fn expand(raw: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
-    let mut out = String::with_capacity(raw.len());
-    let mut rest = raw;
-    while let Some(at) = rest.find("${") {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + 2..];
-        let Some(end) = after.find('}') else {
-            return Err("`${` is not closed by `}`".into());
-        };
-        let var = &after[..end];
-        let valid = var
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-            && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !valid {
-            return Err(format!(
-                "`${{{}}}` is not an environment variable reference: write `${{NAME}}` with letters, digits and `_`",
-                crate::chars::escape(var)
-            ));
-        }
-        match env(var) {
-            Some(v) => out.push_str(&v),
-            None => return Err(format!("environment variable `{var}` is not set")),
-        }
-        rest = &after[end + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
 }
 
 #[cfg(test)]
@@ -844,11 +852,71 @@ mod tests {
         assert_eq!(
             e,
             [
-                "`mcpServers.w.headers.A`: environment variable `MISSING` is not set",
-                "`mcpServers.w.headers.B`: `${1X}` is not an environment variable reference: write `${NAME}` with letters, digits and `_`",
+                "`mcpServers.w.headers.A`: environment variable `MISSING` is not set\n  help: set it, or give a default: `${MISSING:-default}`",
+                "`mcpServers.w.headers.B`: `${1X}` is not an environment variable reference\n  help: write `${NAME}`, or `${NAME:-default}`, with a name of letters, digits and `_`",
                 "`mcpServers.w.headers.C`: `${` is not closed by `}`",
                 "`mcpServers.w.headers.D`: the value has characters an HTTP header cannot carry",
             ]
+        );
+    }
+
+    #[test]
+    fn local_servers_and_urls_expand_environment_variables_as_clients_do() {
+        let env = |k: &str| match k {
+            "GITHUB_PAT" => Some("ghp_s3cret".to_string()),
+            "HOME" => Some("/home/u".to_string()),
+            "EMPTY" => Some(String::new()),
+            _ => None,
+        };
+        let read = |text: &str| parse_with_env(text, Path::new("/base"), &env);
+        let f = read(
+            r#"{"mcpServers": {
+                "gh": {"command": "${HOME}/bin/github-mcp", "args": ["--token=${GITHUB_PAT}", "${MODE:-stdio}", "${EMPTY:-x}", "$5"],
+                       "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "${GITHUB_PAT}", "LOG": "${LOG_LEVEL:-info}"}},
+                "web": {"url": "${BASE:-http://127.0.0.1:9}/mcp?key=${GITHUB_PAT}"}}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            f.servers[0].transport,
+            Transport::Stdio {
+                command: "/home/u/bin/github-mcp".into(),
+                args: vec![
+                    "--token=ghp_s3cret".into(),
+                    "stdio".into(),
+                    "x".into(),
+                    "$5".into()
+                ],
+                env: vec![
+                    ("GITHUB_PERSONAL_ACCESS_TOKEN".into(), "ghp_s3cret".into()),
+                    ("LOG".into(), "info".into())
+                ],
+                cwd: None,
+            }
+        );
+        assert_eq!(http(&f, 1).0, "http://127.0.0.1:9/mcp?key=ghp_s3cret");
+        let e: Vec<String> = read(
+            r#"{"mcpServers": {
+                "gh": {"command": "${NO_CMD}", "args": ["ok", "${NO_ARG}"], "env": {"T": "${NO_ENV}"}},
+                "web": {"url": "${NO_URL}/mcp"}}}"#,
+        )
+        .unwrap_err()
+        .iter()
+        .map(|p| p.to_string().lines().next().unwrap_or_default().to_string())
+        .collect();
+        assert_eq!(
+            e,
+            [
+                "`mcpServers.gh.command`: environment variable `NO_CMD` is not set",
+                "`mcpServers.gh.args[1]`: environment variable `NO_ARG` is not set",
+                "`mcpServers.gh.env.T`: environment variable `NO_ENV` is not set",
+                "`mcpServers.web.url`: environment variable `NO_URL` is not set",
+            ]
+        );
+        // An empty command after expansion is still refused.
+        let e = read(r#"{"mcpServers": {"gh": {"command": "${EMPTY}"}}}"#).unwrap_err();
+        assert_eq!(
+            e[0].to_string(),
+            "`mcpServers.gh.command`: the command is empty"
         );
     }
 

@@ -1,6 +1,8 @@
-//! The gateway's own tool names are checked before anything is served: a
-//! `--call-tool` that is not a valid MCP tool name, or that is taken by the
-//! search tool or a server's tool, exits 2 with a message that says why.
+//! What the command line and the servers file give is checked before
+//! anything is served: a `--call-tool` that is not a valid MCP tool name, or
+//! that is taken by the search tool or a server's tool, exits 2 with a
+//! message that says why; `${VAR}` in a local server's entry is expanded,
+//! and an unset one exits 2 naming the entry.
 
 use super::gateway_support::*;
 
@@ -79,4 +81,35 @@ fn a_call_tool_name_that_is_taken_exits_before_serving() {
     let (code, out, err) = run_to_end(&args);
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains("fx__echo, tool_search, reach.tool-1"), "{out}");
+}
+
+/// `${VAR}` and `${VAR:-default}` in a local server's `command` and `env`
+/// reach the process expanded, as clients' `.mcp.json` files are read; an
+/// unset variable without a default exits 2 naming the entry.
+#[test]
+fn a_local_server_s_command_and_env_are_expanded() {
+    let dir = temp_dir("expand");
+    let entry = serde_json::json!({
+        "command": "${FX_BIN}",
+        "args": ["${FX_ARG:-unused}"],
+        "env": {"FIXTURE_TOOLS": "${FX_TOOLS},${FX_MORE:-pid}"}
+    });
+    let (p, s) = files(&dir, "NoDefer(*)\n", &[("fx", entry)]);
+    let bin = fixture_bin();
+    let env = [("FX_BIN", bin.to_str().unwrap()), ("FX_TOOLS", "echo,slow")];
+    let mut g = Gateway::connect_env(&file_args(&p, &s, &[]), &env, "2025-11-25");
+    assert_eq!(
+        g.list(),
+        ["fx__echo", "fx__slow", "fx__pid"],
+        "{}",
+        g.stderr()
+    );
+    drop(g);
+    let (code, out, err) = run_to_end_env(&file_args(&p, &s, &[]), &env[..1]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        err.contains("`mcpServers.fx.env.FIXTURE_TOOLS`: environment variable `FX_TOOLS` is not set\n  help: set it, or give a default: `${FX_TOOLS:-default}`"),
+        "{err}"
+    );
 }
