@@ -5,6 +5,7 @@
 //! keeps the order it was given. Every bad entry is reported by its path
 //! (`tools[3].name`), never by a panic.
 
+mod changes;
 mod names;
 
 use std::collections::{HashMap, HashSet};
@@ -13,6 +14,8 @@ use std::fmt;
 use serde_json::{Map, Value};
 
 use crate::diag::Code;
+
+pub use changes::{ToolField, changed_fields, changed_tools};
 
 /// One tool definition, normalised from whatever shape it arrived in.
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -158,6 +158,7 @@ impl Gateway {
         for w in built.registry.warnings() {
             log!("warning: {w}");
         }
+        self.report_changes(&built);
         if built.registry.index_of(&self.options.call_tool).is_some() {
             log!(
                 "warning: a server tool is named `{}`, as the call-through tool: the model reaches deferred tools through the server's",
@@ -167,6 +168,26 @@ impl Gateway {
         self.engine.set_registry(built.registry);
         *self.routes.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(built.routes);
         self.bump();
+    }
+
+    /// Names on standard error every tool whose definition differs from
+    /// the one served until now, with the fields that changed: the model may
+    /// hold the old schema from a search result.
+    fn report_changes(&self, built: &catalog::Catalog) {
+        let snapshot = self.engine.snapshot();
+        for (tool, fields) in crate::registry::changed_tools(snapshot.registry(), &built.registry) {
+            let server = built
+                .routes
+                .get(&tool.name)
+                .and_then(|r| self.children.get(r.server))
+                .map_or("?", |c| c.name());
+            let fields: Vec<&str> = fields.iter().map(|f| f.as_str()).collect();
+            log!(
+                "warning: server `{server}`: tool `{}` changed after start: {}",
+                crate::chars::escape_name(&tool.name),
+                fields.join(", ")
+            );
+        }
     }
 
     /// Why the call-through tool's name is taken, if it is: it is the
@@ -216,15 +237,18 @@ impl Gateway {
         Some((Arc::clone(child), route.tool.clone()))
     }
 
-    /// Re-lists one child and reloads the registry.
+    /// Re-lists one child and, when its tools changed, reloads the registry.
     pub async fn relist(&self, index: usize) {
         let Some(child) = self.children.get(index) else {
             return;
         };
         match child.list_tools().await {
             Ok(listed) => {
-                if let Some(slot) = lock(&self.tools).get_mut(index) {
-                    *slot = listed;
+                // A listing the same as the last changes nothing and tells
+                // nobody: no rebuild, no `tools/list_changed` to clients.
+                match lock(&self.tools).get_mut(index) {
+                    Some(slot) if *slot != listed => *slot = listed,
+                    _ => return,
                 }
                 self.rebuild();
             }

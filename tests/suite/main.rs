@@ -19,6 +19,8 @@ mod gateway_http;
 #[cfg(feature = "gateway")]
 mod gateway_memory;
 #[cfg(feature = "gateway")]
+mod gateway_relist;
+#[cfg(feature = "gateway")]
 mod gateway_reload;
 #[cfg(feature = "gateway")]
 mod gateway_support;
