@@ -190,18 +190,42 @@ impl Gateway {
         }
     }
 
+    /// The search tool's name in the gateway's context, where anything is
+    /// deferred.
+    fn search_tool_name(&self) -> Option<String> {
+        self.engine
+            .session(self.options.context.clone())
+            .ok()
+            .and_then(|s| s.plan(&self.engine).ok())
+            .and_then(|p| p.search_tool_name().map(str::to_string))
+    }
+
+    /// Why the engine's own search tool cannot be served under its name, if
+    /// it cannot: the policy's `search` statement gives a name MCP refuses,
+    /// or the call-through tool's. A registry tool of that name is served
+    /// as it is.
+    pub fn search_tool_problem(&self) -> Option<String> {
+        let name = self.search_tool_name()?;
+        if self.engine.snapshot().registry().index_of(&name).is_some() {
+            return None;
+        }
+        if let Some(why) = crate::runtime::tool_name_problem(&name) {
+            return Some(format!(
+                "the search tool's name, from the policy's `search` statement, is not a valid MCP tool name: {why}"
+            ));
+        }
+        let call = &self.options.call_tool;
+        (name == *call)
+            .then(|| format!("`--call-tool` `{call}` is the search tool's name: choose another"))
+    }
+
     /// Why the call-through tool's name is taken, if it is: it is the
     /// search tool's name (the default one, or the one the policy gives in
     /// this context) or a server tool's. The call-through tool would then
     /// not be listed, while search results still send the model to it.
     pub fn call_tool_taken(&self) -> Option<String> {
         let call = &self.options.call_tool;
-        let search = self
-            .engine
-            .session(self.options.context.clone())
-            .ok()
-            .and_then(|s| s.plan(&self.engine).ok())
-            .and_then(|p| p.search_tool_name().map(str::to_string));
+        let search = self.search_tool_name();
         if call == crate::runtime::DEFAULT_SEARCH_TOOL || search.as_deref() == Some(call.as_str()) {
             return Some(format!(
                 "`--call-tool` `{call}` is the search tool's name: choose another"

@@ -118,6 +118,11 @@ fn install(gateway: &Gateway, read: Result<Vec<u8>, String>) -> bool {
         log!("error: `{shown}`: {e}; keeping the last good policy");
         return false;
     }
+    if let Some(why) = gateway.search_tool_problem() {
+        engine.set_policy(old);
+        log!("error: `{shown}`: {why}; keeping the last good policy");
+        return false;
+    }
     log!("note: reloaded `{shown}`");
     gateway.bump();
     true

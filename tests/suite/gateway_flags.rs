@@ -113,3 +113,36 @@ fn a_local_server_s_command_and_env_are_expanded() {
         "{err}"
     );
 }
+
+/// The search tool's name comes from the policy's `search` statement: one
+/// MCP refuses exits 2 at start, and a reload that brings one keeps the
+/// last good policy.
+#[test]
+fn a_search_tool_name_mcp_refuses_is_refused_at_start_and_on_reload() {
+    let dir = temp_dir("search-name");
+    let bad = "search \"find tools\"\nDefer(*)\n";
+    let (p, s) = files(&dir, bad, &[("fx", fixture("echo,slow", &[]))]);
+    let (code, out, err) = run_to_end(&file_args(&p, &s, &[]));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        err.contains("error: the search tool's name, from the policy's `search` statement, is not a valid MCP tool name: `find tools` holds ` `"),
+        "{err}"
+    );
+    let (p, s) = files(&dir, POLICY, &[("fx", fixture("echo,slow", &[]))]);
+    let mut g = Gateway::connect_files(&p, &s, "2025-11-25");
+    assert_eq!(g.list(), ["fx__echo", "tool_search", "call_tool"]);
+    std::fs::write(&p, format!("search call_tool\n{POLICY}")).unwrap();
+    assert!(
+        g.wait_stderr("`--call-tool` `call_tool` is the search tool's name: choose another; keeping the last good policy", 1),
+        "{}",
+        g.stderr()
+    );
+    std::fs::write(&p, bad).unwrap();
+    assert!(
+        g.wait_stderr("is not a valid MCP tool name: `find tools` holds ` `, which a tool name cannot carry; keeping the last good policy", 1),
+        "{}",
+        g.stderr()
+    );
+    assert_eq!(g.list(), ["fx__echo", "tool_search", "call_tool"]);
+}

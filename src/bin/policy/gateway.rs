@@ -166,7 +166,7 @@ async fn serve(
         }
     }
     // Only now are the servers' tool names known.
-    if let Some(why) = gw.call_tool_taken() {
+    if let Some(why) = gw.call_tool_taken().or_else(|| gw.search_tool_problem()) {
         stop(&gw, &mut termination).await;
         return Err(CliError::Usage(why));
     }
