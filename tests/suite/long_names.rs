@@ -94,3 +94,31 @@ fn what_the_model_typed_is_repeated_within_a_bound() {
     );
     assert!(r.text.chars().count() < 400, "{}", r.text);
 }
+
+/// Behind the gateway: two server tools with MCP's longest names, differing
+/// only at the end, are found, shown and called by their whole names.
+#[cfg(feature = "gateway")]
+#[test]
+fn the_gateway_s_search_shows_and_calls_long_names_whole() {
+    use crate::gateway_support::{Gateway, files, fixture, is_error, temp_dir, text};
+    use serde_json::json;
+
+    let own = |end: char| format!("{}{end}", "n".repeat(127));
+    let tools = format!("echo,{},{}", own('a'), own('b'));
+    let dir = temp_dir("long-names");
+    let (p, s) = files(
+        &dir,
+        "guard fx__echo\nDefer(*)\n",
+        &[("fx", fixture(&tools, &[]))],
+    );
+    let mut g = Gateway::connect_files(&p, &s, "2025-11-25").holding(dir);
+    let full = [format!("fx__{}", own('a')), format!("fx__{}", own('b'))];
+    let r = g.call("tool_search", json!({"query": "fixture", "names": full}));
+    let t = text(&r);
+    assert_whole(&t, &full);
+    for name in &full {
+        let r = g.call("call_tool", json!({"name": name, "arguments": {}}));
+        assert!(!is_error(&r), "{r}");
+        assert!(text(&r).starts_with(&format!("{}: ", &name[4..])), "{r}");
+    }
+}
