@@ -8,6 +8,7 @@ mod conformance;
 mod data_paths;
 mod diagnostics_doc;
 mod differential;
+mod docs_examples;
 mod fail_closed;
 mod fixtures;
 #[cfg(feature = "gateway")]
@@ -36,6 +37,7 @@ mod policies;
 mod props_format;
 mod props_lint;
 mod props_table;
+mod readme;
 mod robustness;
 mod runtime_behaviour;
 mod runtime_engine;
