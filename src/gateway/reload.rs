@@ -124,6 +124,7 @@ fn install(gateway: &Gateway, read: Result<Vec<u8>, String>) -> bool {
         return false;
     }
     log!("note: reloaded `{shown}`");
+    drop(gateway.lint(true));
     gateway.bump();
     true
 }

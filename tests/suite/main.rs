@@ -20,6 +20,8 @@ mod gateway_http;
 #[cfg(feature = "gateway")]
 mod gateway_memory;
 #[cfg(feature = "gateway")]
+mod gateway_registry;
+#[cfg(feature = "gateway")]
 mod gateway_relist;
 #[cfg(feature = "gateway")]
 mod gateway_reload;
@@ -32,6 +34,7 @@ mod gateway_urls;
 mod golden;
 mod linear;
 mod long_names;
+mod newcomer;
 mod output;
 mod policies;
 mod props_format;

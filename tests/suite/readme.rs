@@ -261,7 +261,6 @@ fn a_gateway_without_a_mode_fails_as_the_readme_says() {
 /// README shows. It needs the lints to know that the gateway supplies the
 /// search tool (PL101 and PL105 on `search tool_search` are false there).
 #[test]
-#[ignore = "passes once the registry lints count the search tool the engine supplies"]
 fn readme_check_against_the_registry_passes() {
     let doc = readme();
     let blocks = blocks(&doc);
