@@ -5,6 +5,7 @@
 //! keeps the order it was given. Every bad entry is reported by its path
 //! (`tools[3].name`), never by a panic.
 
+mod changes;
 mod names;
 
 use std::collections::{HashMap, HashSet};
@@ -14,6 +15,8 @@ use serde_json::{Map, Value};
 
 use crate::diag::Code;
 use crate::hint::{Annotations, HintSet};
+
+pub use changes::{ToolField, changed_fields, changed_tools};
 
 /// One tool definition, normalised from whatever shape it arrived in.
 #[derive(Debug, Clone, PartialEq, Default)]

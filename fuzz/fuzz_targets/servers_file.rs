@@ -2,17 +2,20 @@
 //! read with an environment the input also gives.
 //!
 //! The input is the file, then, after a NUL byte (which a JSON text cannot
-//! hold), the environment `${NAME}` in header values is expanded from: up to
-//! eight `NAME=VALUE` lines. With no NUL the environment is empty.
+//! hold), the environment `${NAME}` and `${NAME:-default}` are expanded
+//! from: up to eight `NAME=VALUE` lines. With no NUL the environment is
+//! empty.
 //!
 //! A refused file gets at least one problem, each with a message. An
 //! accepted one has unique server names that follow the name rules; a local
 //! server has a command, and nothing a process cannot be given (a NUL
-//! character, an environment variable with an empty name or `=` in it); a
-//! remote one an `http` or `https` URL with a host, and headers that are
-//! exactly the file's, each value with every `${NAME}` replaced by that
-//! variable once (so no `${` is left when no variable's value holds `$` or
-//! `{`). Warnings show no control character from the file. What `--dry-run`
+//! character, an environment variable with an empty name or `=` in it), its
+//! command, arguments and environment values exactly the file's, expanded;
+//! a remote one an `http` or `https` URL with a host, the file's expanded,
+//! and headers that are exactly the file's, each value expanded: every
+//! `${NAME}` replaced by that variable once, every `${NAME:-default}` by the
+//! variable or, unset or empty, the default (so no `${` is left when no
+//! variable's value holds `$` or `{`). Warnings show no control character from the file. What `--dry-run`
 //! prints of each server shows a remote one by its origin,
 //! `scheme://host[:port]`, never its user, path or query.
 
@@ -49,9 +52,11 @@ fn lookup<'a>(env: &'a [(String, String)], name: &str) -> Option<&'a str> {
     env.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
 }
 
-/// `raw` with each `${NAME}` replaced by `NAME`'s value, read left to
-/// right once (a value is not expanded again); `None` when a reference is
-/// not closed, not a variable name, or names an unset variable.
+/// `raw` with each `${NAME}` replaced by `NAME`'s value and each
+/// `${NAME:-default}` by that value or, when it is unset or empty, the
+/// default, read left to right once (a value is not expanded again); `None`
+/// when a reference is not closed, not a variable name, names an unset
+/// variable without a default, or has a default holding `${`.
 fn expanded(raw: &str, env: &[(String, String)]) -> Option<String> {
     let mut out = String::new();
     let mut chars = raw.chars().peekable();
@@ -68,6 +73,10 @@ fn expanded(raw: &str, env: &[(String, String)]) -> Option<String> {
                 c => name.push(c),
             }
         }
+        let (name, default) = match name.split_once(":-") {
+            Some((n, d)) => (n.to_string(), Some(d.to_string())),
+            None => (name, None),
+        };
         let mut name_chars = name.chars();
         let first_ok = name_chars
             .next()
@@ -75,7 +84,15 @@ fn expanded(raw: &str, env: &[(String, String)]) -> Option<String> {
         if !first_ok || !name_chars.all(|c| c.is_ascii_alphanumeric() || c == '_') {
             return None;
         }
-        out.push_str(lookup(env, &name)?);
+        if default.as_deref().is_some_and(|d| d.contains("${")) {
+            return None;
+        }
+        match (lookup(env, &name), default) {
+            (Some(v), Some(d)) if v.is_empty() => out.push_str(&d),
+            (Some(v), _) => out.push_str(v),
+            (None, Some(d)) => out.push_str(&d),
+            (None, None) => return None,
+        }
     }
     Some(out)
 }
@@ -115,6 +132,13 @@ fn check_remote(
         Some((s @ ("http" | "https"), rest)) => (s, rest),
         _ => panic!("remote `{}` has URL `{url}`", spec.name),
     };
+    let raw_url = entry(doc, &spec.name).get("url").and_then(Value::as_str);
+    assert_eq!(
+        raw_url.and_then(|u| expanded(u, env)).as_deref().map(str::trim),
+        Some(url),
+        "`{}`: URL {raw_url:?} read as {url:?}",
+        spec.name
+    );
     let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
     let host_and_port = authority.rsplit('@').next().unwrap_or_default();
     assert!(!host_and_port.is_empty(), "`{url}` has no host");
@@ -166,12 +190,48 @@ fn check_remote(
     );
 }
 
+/// A local server's command, arguments and environment values are the
+/// file's, expanded.
+fn check_local(
+    name: &str,
+    (command, args, vars): (&str, &[String], &[(String, String)]),
+    doc: &Value,
+    env: &[(String, String)],
+) {
+    let raw = entry(doc, name);
+    let raw_command = raw.get("command").and_then(Value::as_str);
+    assert_eq!(
+        raw_command.and_then(|c| expanded(c, env)).as_deref(),
+        Some(command),
+        "`{name}`: command {raw_command:?} read as {command:?}"
+    );
+    let raw_args: Vec<Option<String>> = match raw.get("args") {
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|v| v.as_str().and_then(|s| expanded(s, env)))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let args: Vec<Option<String>> = args.iter().cloned().map(Some).collect();
+    assert_eq!(args, raw_args, "`{name}`: arguments");
+    let raw_vars: Vec<(String, Option<String>)> = match raw.get("env") {
+        Some(Value::Object(m)) => m
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_str().and_then(|s| expanded(s, env))))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let vars: Vec<(String, Option<String>)> =
+        vars.iter().map(|(k, v)| (k.clone(), Some(v.clone()))).collect();
+    assert_eq!(vars, raw_vars, "`{name}`: environment");
+}
+
 fuzz_target!(|data: &[u8]| {
-    let Some((text, env)) = split(data) else {
+    let Some((text, vars)) = split(data) else {
         return;
     };
     let read = parse_with_env(text, Path::new("/base"), &|name| {
-        lookup(&env, name).map(str::to_string)
+        lookup(&vars, name).map(str::to_string)
     });
     let file = match read {
         Err(problems) => {
@@ -202,6 +262,7 @@ fuzz_target!(|data: &[u8]| {
                 cwd,
             } => {
                 assert!(!command.trim().is_empty(), "`{}` has no command", spec.name);
+                check_local(&spec.name, (command, args, env), &doc, &vars);
                 assert_eq!(spec.origin(), None);
                 // What a process cannot be given is refused in the file,
                 // not found when the server is started.
@@ -224,7 +285,7 @@ fuzz_target!(|data: &[u8]| {
                     );
                 }
             }
-            Transport::Http { url, headers } => check_remote(spec, url, headers, &doc, &env),
+            Transport::Http { url, headers } => check_remote(spec, url, headers, &doc, &vars),
         }
     }
 

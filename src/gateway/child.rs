@@ -25,7 +25,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::sync::{Mutex, mpsc};
 use tokio::time::Instant;
 
-use super::messages::{error_text, init_error_text, session_expired, without_url};
+use super::messages::{error_text, init_error_text, session_expired};
 use super::remote::{http_client, http_config};
 use super::servers::{ServerSpec, Transport};
 use super::stdio::ChildProcess;
@@ -178,15 +178,11 @@ impl Child {
         self.shown(init_error_text(e, self.sends_headers()))
     }
 
-    /// `text` with a remote server's URL, which the HTTP client's messages
-    /// quote whole, replaced by its origin: a path or query may hold a key.
+    /// `text` with every URL in it shown by its origin: the HTTP client's
+    /// messages quote a remote server's URL whole (less its user info), and
+    /// a path or query may hold a key.
     fn shown(&self, text: String) -> String {
-        let (Transport::Http { url, .. }, Some(origin)) =
-            (&self.spec.transport, self.spec.origin())
-        else {
-            return text;
-        };
-        without_url(text, url, &origin)
+        super::origin::origins_only(&text)
     }
 
     /// Starts the child and lists its tools (MCP tool objects, in its order).

@@ -215,18 +215,6 @@ fn auth_text(status: u16, headers_sent: bool) -> String {
     }
 }
 
-/// `text` with `url`, as written or as the HTTP client normalises it,
-/// replaced by `origin`.
-pub(super) fn without_url(mut text: String, url: &str, origin: &str) -> String {
-    let normalised = reqwest::Url::parse(url).map(|u| u.to_string()).ok();
-    for form in normalised.iter().map(String::as_str).chain([url]) {
-        if form != origin && !form.is_empty() {
-            text = text.replace(form, origin);
-        }
-    }
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -283,19 +271,5 @@ mod tests {
             "the server's TLS certificate is not accepted: it has expired"
         );
         assert_eq!(error_text(&Error::other("plain"), false), "plain");
-    }
-
-    #[test]
-    fn a_url_in_a_message_is_shown_by_its_origin() {
-        let text = "error sending request for url (https://h.example/mcp?key=k)".to_string();
-        assert_eq!(
-            without_url(text, "https://H.example:443/mcp?key=k", "https://h.example"),
-            "error sending request for url (https://h.example)"
-        );
-        let text = "at http://h:8/mcp?key=k".to_string();
-        assert_eq!(
-            without_url(text, "http://h:8/mcp?key=k", "http://h:8"),
-            "at http://h:8"
-        );
     }
 }

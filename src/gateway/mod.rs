@@ -23,8 +23,10 @@ pub mod catalog;
 pub mod child;
 pub mod connection;
 pub mod dry_run;
+pub mod expand;
 pub mod log;
 mod messages;
+pub mod origin;
 pub mod reload;
 mod remote;
 pub mod servers;
@@ -139,6 +141,13 @@ impl Gateway {
         for w in built.registry.warnings() {
             log!("warning: {w}");
         }
+        self.report_changes(&built);
+        if built.registry.index_of(&self.options.call_tool).is_some() {
+            log!(
+                "warning: a server tool is named `{}`, as the call-through tool: the model reaches deferred tools through the server's",
+                self.options.call_tool
+            );
+        }
         self.engine.set_registry(built.registry);
         *self.routes.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(built.routes);
         self.engine.emit(crate::audit::EventKind::Reload {
@@ -147,6 +156,85 @@ impl Gateway {
             codes: Vec::new(),
         });
         self.bump();
+    }
+
+    /// Names on standard error every tool whose definition differs from
+    /// the one served until now, with the fields that changed: the model may
+    /// hold the old schema from a search result.
+    fn report_changes(&self, built: &catalog::Catalog) {
+        let snapshot = self.engine.snapshot();
+        for (tool, fields) in crate::registry::changed_tools(snapshot.registry(), &built.registry) {
+            let server = built
+                .routes
+                .get(&tool.name)
+                .and_then(|r| self.children.get(r.server))
+                .map_or("?", |c| c.name());
+            let fields: Vec<&str> = fields.iter().map(|f| f.as_str()).collect();
+            log!(
+                "warning: server `{server}`: tool `{}` changed after start: {}",
+                crate::chars::escape_name(&tool.name),
+                fields.join(", ")
+            );
+            // No lock file pins definitions yet: every change is unlocked.
+            self.engine.emit(crate::audit::EventKind::Drift {
+                tool: tool.name.clone(),
+                fields: fields.iter().map(|f| f.to_string()).collect(),
+                locked: false,
+            });
+        }
+    }
+
+    /// The search tool's name in the gateway's context, where anything is
+    /// deferred.
+    fn search_tool_name(&self) -> Option<String> {
+        self.engine
+            .session(self.options.context.clone())
+            .ok()
+            .and_then(|s| s.plan(&self.engine).ok())
+            .and_then(|p| p.search_tool_name().map(str::to_string))
+    }
+
+    /// Why the engine's own search tool cannot be served under its name, if
+    /// it cannot: the policy's `search` statement gives a name MCP refuses,
+    /// or the call-through tool's. A registry tool of that name is served
+    /// as it is.
+    pub fn search_tool_problem(&self) -> Option<String> {
+        let name = self.search_tool_name()?;
+        if self.engine.snapshot().registry().index_of(&name).is_some() {
+            return None;
+        }
+        if let Some(why) = crate::runtime::tool_name_problem(&name) {
+            return Some(format!(
+                "the search tool's name, from the policy's `search` statement, is not a valid MCP tool name: {why}"
+            ));
+        }
+        let call = &self.options.call_tool;
+        (name == *call)
+            .then(|| format!("`--call-tool` `{call}` is the search tool's name: choose another"))
+    }
+
+    /// Why the call-through tool's name is taken, if it is: it is the
+    /// search tool's name (the default one, or the one the policy gives in
+    /// this context) or a server tool's. The call-through tool would then
+    /// not be listed, while search results still send the model to it.
+    pub fn call_tool_taken(&self) -> Option<String> {
+        let call = &self.options.call_tool;
+        let search = self.search_tool_name();
+        if call == crate::runtime::DEFAULT_SEARCH_TOOL || search.as_deref() == Some(call.as_str()) {
+            return Some(format!(
+                "`--call-tool` `{call}` is the search tool's name: choose another"
+            ));
+        }
+        if self.engine.snapshot().registry().index_of(call).is_some() {
+            let server = self.route(call).map(|(c, _)| c.name().to_string());
+            return Some(match server {
+                Some(server) => format!(
+                    "`--call-tool` `{call}` is the name of a tool of server `{server}`: choose another"
+                ),
+                None => format!("`--call-tool` `{call}` is a server tool's name: choose another"),
+            });
+        }
+        None
     }
 
     /// Writes the policy's lints against the live registry to standard
@@ -201,15 +289,18 @@ impl Gateway {
         Some((Arc::clone(child), route.tool.clone()))
     }
 
-    /// Re-lists one child and reloads the registry.
+    /// Re-lists one child and, when its tools changed, reloads the registry.
     pub async fn relist(&self, index: usize) {
         let Some(child) = self.children.get(index) else {
             return;
         };
         match child.list_tools().await {
             Ok(listed) => {
-                if let Some(slot) = lock(&self.tools).get_mut(index) {
-                    *slot = listed;
+                // A listing the same as the last changes nothing and tells
+                // nobody: no rebuild, no `tools/list_changed` to clients.
+                match lock(&self.tools).get_mut(index) {
+                    Some(slot) if *slot != listed => *slot = listed,
+                    _ => return,
                 }
                 self.rebuild();
                 drop(self.lint(false));

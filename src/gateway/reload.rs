@@ -2,10 +2,21 @@
 //! or length every [`POLL`], and re-read at once on SIGHUP. A reload that
 //! fails (a policy error, or a policy that refuses the gateway's context)
 //! keeps the last good policy and prints why to standard error.
+//!
+//! A reload fails closed. Only a regular file is re-read, opened so that a
+//! FIFO at the path cannot block it (a pipe such as `<(cat p.policy)` has
+//! nothing left to give); an empty or white-space-only text is refused (an
+//! editor's truncate before its write, caught by the poll); the poll reads a
+//! new version only once its stamp has held still for one poll. Every look
+//! at the file runs on a blocking thread, one at a time, so that a stalled
+//! mount never stops calls or signals: one that takes longer than
+//! [`READ_WAIT`] is reported, and the file is looked at again once it ends.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
+
+use tokio::task::JoinHandle;
 
 use crate::Policy;
 
@@ -14,16 +25,75 @@ use super::Gateway;
 /// How often the policy file's metadata is looked at.
 pub const POLL: Duration = Duration::from_millis(500);
 
-/// What identifies a version of the file without reading it.
-fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
+/// How long one look at the policy file may take before the gateway says it
+/// is waiting for it (a stalled network mount).
+pub const READ_WAIT: Duration = Duration::from_secs(5);
+
+/// What identifies a version of the file without reading it: its
+/// modification time and length.
+type Stamp = Option<(SystemTime, u64)>;
+
+fn stamp(path: &Path) -> Stamp {
     let meta = std::fs::metadata(path).ok()?;
     Some((meta.modified().ok()?, meta.len()))
 }
 
-/// Re-reads the policy; returns whether it is now in force (and tells the
-/// audit log either way).
+/// The policy file's bytes for a reload, or why it is not re-read: it is
+/// not a regular file (a FIFO is opened without waiting for a writer, then
+/// refused), it cannot be read, or it is empty or white space only.
+pub fn read_for_reload(path: &Path) -> Result<Vec<u8>, String> {
+    let shown = path.display();
+    let file = open_without_waiting(path).map_err(|e| format!("cannot read `{shown}`: {e}"))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot read `{shown}`: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!(
+            "`{shown}` is not a regular file (a pipe, a FIFO, a device or a folder) and is not re-read"
+        ));
+    }
+    if meta.len() > crate::input::MAX_INPUT_BYTES {
+        return Err(format!(
+            "cannot read `{shown}`: it is larger than {} MiB, the most an input file may hold",
+            crate::input::MAX_INPUT_BYTES >> 20
+        ));
+    }
+    let bytes = crate::input::read_from(file).map_err(|e| format!("cannot read `{shown}`: {e}"))?;
+    if crate::input::strip_bom_bytes(&bytes)
+        .iter()
+        .all(u8::is_ascii_whitespace)
+    {
+        return Err(format!(
+            "`{shown}` is empty (a file caught between a truncate and its write?)"
+        ));
+    }
+    Ok(bytes)
+}
+
+/// Opens `path` for reading; on Unix with `O_NONBLOCK`, so that opening a
+/// FIFO does not wait for a writer (a regular file ignores the flag).
+fn open_without_waiting(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits());
+    }
+    options.open(path)
+}
+
+/// Re-reads the policy; returns whether it is now in force.
 pub fn reload(gateway: &Gateway) -> bool {
-    let (ok, codes) = reload_policy(gateway);
+    let read = read_for_reload(&gateway.options.policy_path);
+    install(gateway, read)
+}
+
+/// Puts the policy read from its file in force, unless it cannot be read,
+/// has errors or refuses the gateway's context: then the last good policy
+/// stays, and standard error says why. Returns whether it is in force.
+fn install(gateway: &Gateway, read: Result<Vec<u8>, String>) -> bool {
+    let (ok, codes) = install_policy(gateway, read);
     gateway.engine.emit(crate::audit::EventKind::Reload {
         what: "policy".into(),
         ok,
@@ -32,14 +102,13 @@ pub fn reload(gateway: &Gateway) -> bool {
     ok
 }
 
-/// [`reload`], with the codes of the diagnostics that kept it out.
-fn reload_policy(gateway: &Gateway) -> (bool, Vec<String>) {
-    let path = &gateway.options.policy_path;
-    let shown = path.display().to_string();
-    let bytes = match crate::input::read(path) {
+/// [`install`], with the codes of the diagnostics that kept it out.
+fn install_policy(gateway: &Gateway, read: Result<Vec<u8>, String>) -> (bool, Vec<String>) {
+    let shown = gateway.options.policy_path.display().to_string();
+    let bytes = match read {
         Ok(b) => b,
-        Err(e) => {
-            log!("error: cannot read `{shown}`: {e}; keeping the last good policy");
+        Err(why) => {
+            log!("error: {why}; keeping the last good policy");
             return (false, Vec::new());
         }
     };
@@ -63,29 +132,115 @@ fn reload_policy(gateway: &Gateway) -> (bool, Vec<String>) {
         log!("error: `{shown}`: {e}; keeping the last good policy");
         return (false, Vec::new());
     }
+    if let Some(why) = gateway.search_tool_problem() {
+        engine.set_policy(old);
+        log!("error: `{shown}`: {why}; keeping the last good policy");
+        return (false, Vec::new());
+    }
     log!("note: reloaded `{shown}`");
     drop(gateway.lint(true));
     gateway.bump();
     (true, Vec::new())
 }
 
+/// What one look at the file found, on a blocking thread.
+enum Look {
+    /// The stamp, for the poll.
+    Stamp(Stamp),
+    /// The stamp before the read, and the read.
+    Read(Stamp, Result<Vec<u8>, String>),
+}
+
+/// The one look at the file in flight, and whether it was reported late.
+struct Pending {
+    task: JoinHandle<Look>,
+    since: tokio::time::Instant,
+    reported: bool,
+}
+
+fn look(path: &Path, read: bool) -> Pending {
+    let path = path.to_path_buf();
+    Pending {
+        task: tokio::task::spawn_blocking(move || {
+            let before = stamp(&path);
+            if read {
+                Look::Read(before, read_for_reload(&path))
+            } else {
+                Look::Stamp(before)
+            }
+        }),
+        since: tokio::time::Instant::now(),
+        reported: false,
+    }
+}
+
+/// Waits for the look in flight; never, when there is none.
+async fn finished(pending: &mut Option<Pending>) -> Option<Look> {
+    match pending {
+        Some(p) => (&mut p.task).await.ok(),
+        None => std::future::pending().await,
+    }
+}
+
 /// Watches the policy file and SIGHUP (from [`hangup_signal`], taken
 /// before the children start, so that a SIGHUP then does not end the
 /// gateway) until the task is dropped.
 pub async fn watch(gateway: Arc<Gateway>, mut hangup: Hangup) {
-    let path = gateway.options.policy_path.clone();
-    let mut last = stamp(&path);
+    let path: PathBuf = gateway.options.policy_path.clone();
+    // The stamp of the version last read (or refused), and the poll's last.
+    let mut last = tokio::task::spawn_blocking({
+        let path = path.clone();
+        move || stamp(&path)
+    })
+    .await
+    .unwrap_or(None);
+    let mut polled = last;
+    let mut pending: Option<Pending> = None;
+    let mut read_asked = false;
     let mut tick = tokio::time::interval(POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        let forced = tokio::select! {
-            _ = tick.tick() => false,
-            _ = next_hangup(&mut hangup) => true,
-        };
-        let now = stamp(&path);
-        if forced || now != last {
-            last = now;
-            reload(&gateway);
+        tokio::select! {
+            _ = tick.tick() => {
+                match &mut pending {
+                    None => pending = Some(look(&path, std::mem::take(&mut read_asked))),
+                    Some(p) if !p.reported && p.since.elapsed() >= READ_WAIT => {
+                        p.reported = true;
+                        log!(
+                            "error: `{}` has not answered for {} s (a stalled mount?); \
+                             keeping the last good policy until it does",
+                            path.display(),
+                            READ_WAIT.as_secs()
+                        );
+                    }
+                    Some(_) => {}
+                }
+            }
+            _ = next_hangup(&mut hangup) => {
+                if pending.is_none() {
+                    pending = Some(look(&path, true));
+                } else {
+                    read_asked = true;
+                }
+            }
+            done = finished(&mut pending) => {
+                pending = None;
+                match done {
+                    Some(Look::Stamp(now)) => {
+                        // Read once the stamp has held still for one poll.
+                        if now != last && now == polled {
+                            pending = Some(look(&path, true));
+                        }
+                        polled = now;
+                    }
+                    Some(Look::Read(before, read)) => {
+                        last = before;
+                        polled = before;
+                        install(&gateway, read);
+                    }
+                    None => {}
+                }
+            }
         }
     }
 }

@@ -29,6 +29,7 @@ pub struct ServerSpec {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Transport {
     /// A local process spoken to over its standard input/output.
+    /// `command`, `args` and `env` values have `${VAR}` already expanded.
     Stdio {
         command: String,
         args: Vec<String>,
@@ -39,7 +40,8 @@ pub enum Transport {
     },
     /// A remote server over MCP's streamable HTTP transport.
     Http {
-        /// An `http` or `https` URL, checked when the file is read.
+        /// An `http` or `https` URL, `${VAR}` already expanded, checked when
+        /// the file is read.
         url: String,
         /// Sent with every request, in file order, `${VAR}` already expanded;
         /// names and values are checked when the file is read.
@@ -54,9 +56,7 @@ impl ServerSpec {
         let Transport::Http { url, .. } = &self.transport else {
             return None;
         };
-        let uri = url.parse::<http::Uri>().ok()?;
-        let port = uri.port_u16().map(|p| format!(":{p}")).unwrap_or_default();
-        Some(format!("{}://{}{port}", uri.scheme_str()?, uri.host()?))
+        super::origin::origin(url)
     }
 }
 
@@ -161,8 +161,10 @@ pub fn name_problem(name: &str) -> Option<String> {
 const NAME_HELP: &str = "server names are 1 to 32 ASCII letters, digits, `_` and `-`, start with a letter or digit, and neither contain `__` nor end with `_`: each tool is named `NAME__tool`";
 
 /// Reads a servers file; `dir` is its folder, against which a relative `cwd`
-/// is resolved, and `${VAR}` in header values is read from the process's
-/// environment. Every problem is returned, not only the first.
+/// is resolved, and `${VAR}` (or `${VAR:-default}`) in a local server's
+/// `command`, `args` and `env` values and a remote one's `url` and `headers`
+/// values is read from the process's environment. Every problem is
+/// returned, not only the first.
 pub fn parse(text: &str, dir: &Path) -> Result<ServersFile, Vec<Problem>> {
     parse_with_env(text, dir, &|name| std::env::var(name).ok())
 }
@@ -306,16 +308,23 @@ fn server(
             format!("server `{name}` gives both a `command` and a `url`: keep one"),
         )]);
     }
+    let lookup = env;
     let mut errors = Vec::new();
     let command = match required_string(obj, "command", path, &mut errors) {
-        Some(c) if c.contains('\0') => {
-            errors.push(problem(format!("{path}.command"), NUL));
-            String::new()
-        }
-        Some(c) if !c.trim().is_empty() => c.to_string(),
-        Some(_) => {
-            errors.push(problem(format!("{path}.command"), "the command is empty"));
-            String::new()
+        Some(raw) => {
+            let at = format!("{path}.command");
+            match expanded(raw, &at, lookup, &mut errors) {
+                Some(c) if c.contains('\0') => {
+                    errors.push(problem(at, NUL));
+                    String::new()
+                }
+                Some(c) if !c.trim().is_empty() => c,
+                Some(_) => {
+                    errors.push(problem(at, "the command is empty"));
+                    String::new()
+                }
+                None => String::new(),
+            }
         }
         None => String::new(),
     };
@@ -325,11 +334,15 @@ fn server(
             .iter()
             .enumerate()
             .filter_map(|(i, v)| match v {
-                Value::String(s) if s.contains('\0') => {
-                    errors.push(problem(format!("{path}.args[{i}]"), NUL));
-                    None
+                Value::String(s) => {
+                    let at = format!("{path}.args[{i}]");
+                    let arg = expanded(s, &at, lookup, &mut errors)?;
+                    if arg.contains('\0') {
+                        errors.push(problem(at, NUL));
+                        return None;
+                    }
+                    Some(arg)
                 }
-                Value::String(s) => Some(s.clone()),
                 _ => {
                     errors.push(problem(format!("{path}.args[{i}]"), "expected a string"));
                     None
@@ -349,16 +362,17 @@ fn server(
         Some(Value::Object(m)) => m
             .iter()
             .filter_map(|(k, v)| match v {
-                Value::String(s) => match env_problem(k, s) {
-                    None => Some((k.clone(), s.clone())),
-                    Some(why) => {
-                        errors.push(problem(
-                            format!("{path}.env.{}", crate::chars::escape(k)),
-                            why,
-                        ));
-                        None
+                Value::String(s) => {
+                    let at = format!("{path}.env.{}", crate::chars::escape(k));
+                    let value = expanded(s, &at, lookup, &mut errors)?;
+                    match env_problem(k, &value) {
+                        None => Some((k.clone(), value)),
+                        Some(why) => {
+                            errors.push(problem(at, why));
+                            None
+                        }
                     }
-                },
+                }
                 _ => {
                     errors.push(problem(
                         format!("{path}.env.{}", crate::chars::escape(k)),
@@ -407,6 +421,27 @@ fn server(
             cwd,
         },
     }))
+}
+
+/// `raw` with its `${NAME}` and `${NAME:-default}` expanded from `env`; `None`,
+/// with the problem at `at` in `errors`, when one cannot be.
+fn expanded(
+    raw: &str,
+    at: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    errors: &mut Vec<Problem>,
+) -> Option<String> {
+    match super::expand::expand(raw, env) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            errors.push(Problem {
+                path: at.to_string(),
+                message: e.message,
+                help: e.help,
+            });
+            None
+        }
+    }
 }
 
 /// A command, argument, environment variable or folder with a NUL in it: a
@@ -458,16 +493,19 @@ fn remote_server(
 ) -> Result<ServerSpec, Vec<Problem>> {
     let mut errors = Vec::new();
     let url = match required_string(obj, "url", path, &mut errors) {
-        Some(u) => match url_problem(u) {
-            None => u.trim().to_string(),
-            Some(why) => {
-                errors.push(problem(
-                    format!("{path}.url"),
-                    format!("server `{name}`: {why}"),
-                ));
-                String::new()
+        Some(raw) => {
+            let at = format!("{path}.url");
+            match expanded(raw, &at, env, &mut errors) {
+                Some(u) => match url_problem(&u) {
+                    None => u.trim().to_string(),
+                    Some(why) => {
+                        errors.push(problem(at, format!("server `{name}`: {why}")));
+                        String::new()
+                    }
+                },
+                None => String::new(),
             }
-        },
+        }
         None => String::new(),
     };
     let mut headers = Vec::new();
@@ -507,15 +545,15 @@ fn remote_server(
                     ));
                     continue;
                 }
-                match expand(raw, env) {
-                    Ok(value) if http::HeaderValue::from_str(&value).is_ok() => {
+                match expanded(raw, &at, env, &mut errors) {
+                    Some(value) if http::HeaderValue::from_str(&value).is_ok() => {
                         headers.push((k.clone(), value));
                     }
-                    Ok(_) => errors.push(problem(
+                    Some(_) => errors.push(problem(
                         at,
                         "the value has characters an HTTP header cannot carry",
                     )),
-                    Err(why) => errors.push(problem(at, why)),
+                    None => {}
                 }
             }
         }
@@ -559,304 +597,33 @@ fn url_problem(url: &str) -> Option<String> {
     if url.is_empty() {
         return Some("the URL is empty".into());
     }
-    let shown = crate::chars::escape(url);
+    // Shown by its origin: the path, query or user info may hold a key.
+    let shown = match super::origin::shown(url) {
+        s if s.is_empty() => "the URL".to_string(),
+        s => format!("`{s}`"),
+    };
     let uri = match url.parse::<http::Uri>() {
         Ok(u) => u,
-        Err(e) => return Some(format!("`{shown}` is not a URL: {e}")),
+        Err(e) => return Some(format!("{shown} is not a URL: {e}")),
     };
     match uri.scheme_str() {
         Some("http" | "https") => {}
         Some(other) => {
             return Some(format!(
-                "`{shown}` is not an `http` or `https` URL (scheme `{other}`)"
+                "{shown} is not an `http` or `https` URL (scheme `{other}`)"
             ));
         }
         None => {
             return Some(format!(
-                "`{shown}` has no scheme: write `http://` or `https://`"
+                "{shown} has no scheme: write `http://` or `https://`"
             ));
         }
     }
     match uri.host() {
         Some(h) if !h.is_empty() => None,
-        _ => Some(format!("`{shown}` has no host")),
+        _ => Some(format!("{shown} has no host")),
     }
-}
-
-/// Expands `${NAME}` from `env`; `$` not followed by `{` is kept as it is.
-fn expand(raw: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
-    let mut out = String::with_capacity(raw.len());
-    let mut rest = raw;
-    while let Some(at) = rest.find("${") {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + 2..];
-        let Some(end) = after.find('}') else {
-            return Err("`${` is not closed by `}`".into());
-        };
-        let var = &after[..end];
-        let valid = var
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-            && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !valid {
-            return Err(format!(
-                "`${{{}}}` is not an environment variable reference: write `${{NAME}}` with letters, digits and `_`",
-                crate::chars::escape(var)
-            ));
-        }
-        match env(var) {
-            Some(v) => out.push_str(&v),
-            None => return Err(format!("environment variable `{var}` is not set")),
-        }
-        rest = &after[end + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ok(text: &str) -> ServersFile {
-        parse(text, Path::new("/base")).unwrap()
-    }
-
-    fn errors(text: &str) -> Vec<String> {
-        parse(text, Path::new("/base"))
-            .unwrap_err()
-            .iter()
-            .map(ToString::to_string)
-            .collect()
-    }
-
-    #[test]
-    fn reads_both_shapes_in_file_order() {
-        let f = ok(
-            r#"{"mcpServers": {"zeta": {"command": "z", "args": ["-y"], "env": {"K": "v"}, "cwd": "sub"},
-                                     "alpha": {"command": "a"}}}"#,
-        );
-        let names: Vec<&str> = f.servers.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names, ["zeta", "alpha"]);
-        let Transport::Stdio {
-            command,
-            args,
-            env,
-            cwd,
-        } = &f.servers[0].transport
-        else {
-            panic!("not stdio: {:?}", f.servers[0]);
-        };
-        assert_eq!(command, "z");
-        assert_eq!(args, &["-y"]);
-        assert_eq!(env, &[("K".to_string(), "v".to_string())]);
-        assert_eq!(cwd.as_deref(), Some(Path::new("/base/sub")));
-        let f = ok(r#"{"servers": {"git": {"type": "stdio", "command": "uvx"}}, "inputs": []}"#);
-        assert_eq!(f.servers[0].origin(), None);
-        assert_eq!(
-            f.warnings[0].to_string(),
-            "`inputs`: unknown field `inputs`, ignored"
-        );
-    }
-
-    #[test]
-    fn every_problem_is_reported_with_its_path() {
-        let e = errors(
-            r#"{"mcpServers": {"a": {"args": [1]}, "b__c": {"command": "x"},
-                               "web": {"url": "ftp://example.com/mcp"}, "d": {"command": 3}}}"#,
-        );
-        assert_eq!(e.len(), 5, "{e:?}");
-        assert_eq!(e[0], "`mcpServers.a`: missing `command`");
-        assert_eq!(e[1], "`mcpServers.a.args[0]`: expected a string");
-        assert!(e[2].starts_with("`mcpServers.b__c`: server name `b__c` would make"));
-        assert!(e[2].contains("help: server names are"));
-        assert_eq!(
-            e[3],
-            "`mcpServers.web.url`: server `web`: `ftp://example.com/mcp` is not an `http` or `https` URL (scheme `ftp`)"
-        );
-        assert_eq!(e[4], "`mcpServers.d.command`: expected a string");
-    }
-
-    #[test]
-    fn shapes_that_are_not_servers_files() {
-        assert!(errors("[]")[0].starts_with("not a servers file"));
-        assert!(errors("{}")[0].starts_with("no `mcpServers`"));
-        assert!(errors(r#"{"mcpServers": {}, "servers": {}}"#)[0].contains("keep one"));
-        assert!(errors(r#"{"mcpServers": {"a b": {"command": "x"}}}"#)[0].contains("characters"));
-        let f = ok(r#"{"mcpServers": {"off": {"command": "x", "disabled": true, "timeout": 5}}}"#);
-        assert!(f.servers.is_empty());
-    }
-
-    #[test]
-    fn warnings_show_control_characters_escaped() {
-        // Warnings are printed as they are: a key's escape sequence must show,
-        // not act, at the top level as in an entry.
-        let f =
-            ok(r#"{"mcpServers": {"a": {"command": "x", "\u001b[2J": 1}}, "\u001b]0;t\u0007": 1}"#);
-        let shown: Vec<String> = f.warnings.iter().map(ToString::to_string).collect();
-        assert_eq!(
-            shown,
-            [
-                "`\\u{1b}]0;t\\u{7}`: unknown field `\\u{1b}]0;t\\u{7}`, ignored",
-                "`mcpServers.a.\\u{1b}[2J`: unknown field `\\u{1b}[2J`, ignored",
-            ]
-        );
-    }
-
-    #[test]
-    fn a_name_given_twice_is_shown_escaped() {
-        let e = errors(
-            r#"{"mcpServers": {"a\u001b[2J": {"command": "x"}, "a\u001b[2J": {"command": "y"}}}"#,
-        );
-        assert_eq!(
-            e.last().map(String::as_str),
-            Some("`mcpServers.a\\u{1b}[2J`: server `a\\u{1b}[2J` is given twice"),
-            "{e:?}"
-        );
-    }
-
-    #[test]
-    fn what_a_process_cannot_be_given_is_refused_with_its_path() {
-        let e = errors(
-            r#"{"mcpServers": {"a": {"command": "x\u0000y", "args": ["ok", "b\u0000", 3],
-                "env": {"": "v", "A=B": "v", "C": "\u0000", "OK": "fine"}, "cwd": "sub\u0000"}}}"#,
-        );
-        assert_eq!(
-            e,
-            [
-                "`mcpServers.a.command`: holds a NUL character, which a process cannot be given",
-                "`mcpServers.a.args[1]`: holds a NUL character, which a process cannot be given",
-                "`mcpServers.a.args[2]`: expected a string",
-                "`mcpServers.a.env.`: an environment variable's name cannot be empty",
-                "`mcpServers.a.env.A=B`: an environment variable's name cannot hold `=`",
-                "`mcpServers.a.env.C`: holds a NUL character, which a process cannot be given",
-                "`mcpServers.a.cwd`: holds a NUL character, which a process cannot be given",
-            ]
-        );
-        let f = ok(r#"{"mcpServers": {"a": {"command": "x", "env": {"K": "a=b", "_": ""}}}}"#);
-        let Transport::Stdio { env, .. } = &f.servers[0].transport else {
-            panic!("not stdio: {:?}", f.servers[0]);
-        };
-        assert_eq!(env.len(), 2);
-    }
-
-    fn http(f: &ServersFile, i: usize) -> (&str, &[(String, String)]) {
-        match &f.servers[i].transport {
-            Transport::Http { url, headers } => (url, headers),
-            other => panic!("not http: {other:?}"),
-        }
-    }
-
-    #[test]
-    fn remote_servers_in_every_spelling_clients_write() {
-        let f = ok(r#"{"mcpServers": {
-            "a": {"url": "http://127.0.0.1:8080/mcp"},
-            "b": {"type": "http", "url": "https://u:pw@example.com/mcp?key=k", "headers": {"X-Key": "k"}},
-            "c": {"type": "streamable-http", "url": "http://localhost/mcp"},
-            "d": {"type": "streamableHttp", "url": " http://[::1]:9/mcp ", "note": 1}}}"#);
-        assert_eq!(f.servers.len(), 4);
-        assert_eq!(http(&f, 0), ("http://127.0.0.1:8080/mcp", &[][..]));
-        assert_eq!(http(&f, 1).1, [("X-Key".to_string(), "k".to_string())]);
-        assert_eq!(http(&f, 2).0, "http://localhost/mcp");
-        assert_eq!(http(&f, 3).0, "http://[::1]:9/mcp");
-        assert_eq!(
-            f.servers[1].origin().as_deref(),
-            Some("https://example.com")
-        );
-        assert_eq!(f.servers[3].origin().as_deref(), Some("http://[::1]:9"));
-        assert_eq!(
-            f.warnings[0].to_string(),
-            "`mcpServers.d.note`: unknown field `note`, ignored"
-        );
-    }
-
-    #[test]
-    fn remote_server_problems_name_their_entry() {
-        let e = errors(
-            r#"{"mcpServers": {
-            "old": {"type": "sse", "url": "http://localhost/sse"},
-            "nourl": {"type": "http"},
-            "bad": {"url": "not a url"},
-            "rel": {"url": "/mcp"},
-            "both": {"url": "http://h/mcp", "command": "x"},
-            "odd": {"type": "websocket", "url": "ws://h"},
-            "hdr": {"url": "http://h/mcp", "headers": {"bad name": "v", "Accept": "x", "X-N": 1,
-                "X-Key": "a", "x-key": "b"}}}}"#,
-        );
-        assert_eq!(e.len(), 10, "{e:?}");
-        assert!(e[0].starts_with(
-            "`mcpServers.old.type`: server `old` uses the legacy SSE transport: not supported"
-        ));
-        assert_eq!(e[1], "`mcpServers.nourl`: missing `url`");
-        assert!(e[2].starts_with("`mcpServers.bad.url`: server `bad`: `not a url` is not a URL"));
-        assert_eq!(
-            e[3],
-            "`mcpServers.rel.url`: server `rel`: `/mcp` has no scheme: write `http://` or `https://`"
-        );
-        assert_eq!(
-            e[4],
-            "`mcpServers.both`: server `both` gives both a `command` and a `url`: keep one"
-        );
-        assert!(e[5].starts_with("`mcpServers.odd.type`: unknown server type `websocket`"));
-        assert_eq!(
-            e[6],
-            "`mcpServers.hdr.headers.bad name`: `bad name` is not an HTTP header name"
-        );
-        assert_eq!(
-            e[7],
-            "`mcpServers.hdr.headers.Accept`: the transport sets `Accept` itself: leave it out"
-        );
-        assert_eq!(e[8], "`mcpServers.hdr.headers.X-N`: expected a string");
-        assert_eq!(
-            e[9],
-            "`mcpServers.hdr.headers.x-key`: `x-key` is the header `X-Key` again (header names \
-             ignore case): keep one"
-        );
-    }
-
-    #[test]
-    fn header_values_expand_environment_variables() {
-        let env = |k: &str| (k == "TOKEN").then(|| "s3cret".to_string());
-        let read = |text: &str| parse_with_env(text, Path::new("/base"), &env);
-        let f = read(
-            r#"{"mcpServers": {"w": {"url": "http://h/mcp",
-                "headers": {"Authorization": "Bearer ${TOKEN}", "X-Price": "$5 ${TOKEN}${TOKEN}"}}}}"#,
-        )
-        .unwrap();
-        assert_eq!(
-            http(&f, 0).1,
-            [
-                ("Authorization".to_string(), "Bearer s3cret".to_string()),
-                ("X-Price".to_string(), "$5 s3crets3cret".to_string())
-            ]
-        );
-        let e: Vec<String> = read(
-            r#"{"mcpServers": {"w": {"url": "http://h/mcp",
-                "headers": {"A": "${MISSING}", "B": "${1X}", "C": "${OPEN", "D": "${TOKEN}\n"}}}}"#,
-        )
-        .unwrap_err()
-        .iter()
-        .map(ToString::to_string)
-        .collect();
-        assert_eq!(
-            e,
-            [
-                "`mcpServers.w.headers.A`: environment variable `MISSING` is not set",
-                "`mcpServers.w.headers.B`: `${1X}` is not an environment variable reference: write `${NAME}` with letters, digits and `_`",
-                "`mcpServers.w.headers.C`: `${` is not closed by `}`",
-                "`mcpServers.w.headers.D`: the value has characters an HTTP header cannot carry",
-            ]
-        );
-    }
-
-    proptest::proptest! {
-        /// Whatever a servers file holds, reading it answers, never panics.
-        #[test]
-        fn any_text_is_read_or_refused(text in "[{}\\[\\]\":, a-z_0-9.-]{0,80}") {
-            let _ = parse(&text, Path::new("/base"));
-            let doc = format!("{{\"mcpServers\": {{{text}}}}}");
-            let _ = parse(&doc, Path::new("/base"));
-        }
-    }
-}
+mod tests;

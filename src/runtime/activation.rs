@@ -17,6 +17,11 @@ use super::own_tools::Delivery;
 /// At most this many other matches are reported by a search.
 pub const MAX_MATCHES: usize = 10;
 
+/// The most characters of what the model typed (a query, a name that is
+/// not available) that a result repeats: past the longest name an MCP
+/// client can be given (128 characters and a gateway's `SERVER__`).
+pub const ECHO_CHARS: usize = 200;
+
 /// The result of a search or a load (SPEC 3.3 and the `search` JSON of SPEC 4).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 pub struct ActivationResult {
@@ -46,10 +51,19 @@ pub(crate) enum Verb {
     Load,
 }
 
+/// Registry names, whole: each is a name the model may call, and two long
+/// names may differ only at their ends.
 fn list(names: &[String]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("`{}`", sanitize(n))).collect();
+    quoted.join(", ")
+}
+
+/// Names the model typed that are not available: repeated within
+/// [`ECHO_CHARS`], as none of them can be called.
+fn echoed(names: &[String]) -> String {
     let quoted: Vec<String> = names
         .iter()
-        .map(|n| format!("`{}`", cut(&sanitize(n), 100)))
+        .map(|n| format!("`{}`", cut(&sanitize(n), ECHO_CHARS)))
         .collect();
     quoted.join(", ")
 }
@@ -91,7 +105,7 @@ impl ActivationResult {
                 Delivery::CallThrough(call) => format!(
                     "call {} through `{}` with these parameters",
                     if n == 1 { "it" } else { "them" },
-                    cut(&sanitize(call), 100)
+                    sanitize(call)
                 ),
             };
             let _ = writeln!(t, "Loaded {n} {}, {how}:", tools(n));
@@ -106,7 +120,7 @@ impl ActivationResult {
             let _ = writeln!(
                 t,
                 "Not available in this chat: {}.",
-                list(&self.unavailable)
+                echoed(&self.unavailable)
             );
         }
         if !self.over_limit.is_empty() {
@@ -128,7 +142,7 @@ impl ActivationResult {
             && self.unavailable.is_empty()
             && self.over_limit.is_empty();
         if nothing && verb == Verb::Search {
-            let q = cut(&sanitize(query), 100);
+            let q = cut(&sanitize(query), ECHO_CHARS);
             if q.is_empty() {
                 t.push_str("No tool was named and the query is empty.\n");
             } else {
@@ -148,7 +162,7 @@ fn loaded_line(t: &mut String, snap: &Snapshot, name: &str, delivery: Delivery<'
         return;
     };
     let summary = &snap.tools.summaries[i].text;
-    let shown = cut(&sanitize(name), 100);
+    let shown = sanitize(name);
     if summary.is_empty() {
         let _ = writeln!(t, "- `{shown}`");
     } else {
@@ -176,7 +190,14 @@ impl CallOutcome {
     /// The text of a not-found result (none for an allowed call: the tool
     /// gives its own).
     pub fn not_found_text(self, tool: &str) -> Option<String> {
-        let name = cut(&sanitize(tool), 100);
+        // A tool declared from the next step is named whole, to be called;
+        // any other name is what the model typed.
+        let name = match self {
+            CallOutcome::NotFound {
+                declared_next_step: true,
+            } => sanitize(tool),
+            _ => cut(&sanitize(tool), ECHO_CHARS),
+        };
         match self {
             CallOutcome::Allowed => None,
             CallOutcome::NotFound {

@@ -129,6 +129,11 @@ impl Counted {
     }
 }
 
+/// The fewest characters of signature and summary worth showing after a
+/// long name; with less room the name stands alone, never followed by a
+/// `…` that would read as part of it.
+pub const MIN_TAIL_CHARS: usize = 8;
+
 /// One tool's catalog line in parts, sanitized and counted when the registry
 /// loads, so that building a catalog does no text work on lines that fit.
 #[derive(Debug, Clone, Copy)]
@@ -163,7 +168,10 @@ impl Entry<'_> {
         }
     }
 
-    /// The line within `max` characters, with its length.
+    /// The line within `max` characters, with its length. The name is the
+    /// model's handle on the tool and is never cut: the signature and the
+    /// summary after it are, and a name too long to leave room for them
+    /// ([`MIN_TAIL_CHARS`]) stands alone, over `max` if it must.
     fn line(&self, max: usize) -> (std::borrow::Cow<'_, str>, usize) {
         let natural = self.natural_chars();
         let mut full = String::with_capacity(natural + 8);
@@ -171,14 +179,24 @@ impl Entry<'_> {
         if natural <= max {
             return (full.into(), natural);
         }
-        let cut = cut(&full, max);
-        let n = cut.chars().count();
-        (cut.into(), n)
+        let head = 2 + self.name.chars;
+        let head_bytes = 2 + self.name.text.len();
+        let room = max.saturating_sub(head);
+        if room < MIN_TAIL_CHARS {
+            full.truncate(head_bytes);
+            return (full.into(), head);
+        }
+        let tail = cut(&full[head_bytes..], room);
+        full.truncate(head_bytes);
+        full.push_str(&tail);
+        let n = head + tail.chars().count();
+        (full.into(), n)
     }
 }
 
 /// One catalog line, `- name: summary` or `- name(a, b?): summary`, within
-/// `max` characters (the `- ` and the name included). The parts are sanitized here.
+/// `max` characters (the `- ` and the name included) unless the name alone
+/// is longer: a name is never cut. The parts are sanitized here.
 pub fn catalog_line(name: &str, signature: Option<&str>, summary: &str, max: usize) -> String {
     let name = Counted::new(sanitize(name));
     let signature = signature.map(|s| Counted::new(s.to_string()));
@@ -206,7 +224,8 @@ fn digits(n: usize) -> usize {
 }
 
 /// Builds the catalog from `total` entries (`entry(k)` gives the k-th) within
-/// `budget` characters, each line within `line_max`.
+/// `budget` characters, each line within `line_max` unless its name alone is
+/// longer (a name is never cut).
 ///
 /// Lines are kept in order while they fit together with the closing line the
 /// rest would need; the first that does not fit and all after it become that
@@ -338,6 +357,23 @@ mod tests {
         let l = catalog_line("name", None, &"word ".repeat(40), 20);
         assert_eq!(l.chars().count(), 20);
         assert!(l.ends_with('…'));
+    }
+
+    #[test]
+    fn a_name_is_never_cut_only_what_follows_it() {
+        let long = |end: char| format!("srv__{}{end}", "n".repeat(156));
+        for end in ['a', 'b'] {
+            let name = long(end);
+            let line = catalog_line(&name, Some("(path)"), &"word ".repeat(40), 120);
+            assert_eq!(line, format!("- {name}"));
+            let line = catalog_line(&name, None, &"word ".repeat(40), 200);
+            assert!(line.starts_with(&format!("- {name}: word")), "{line}");
+            assert!(line.ends_with('…') && line.chars().count() == 200, "{line}");
+        }
+        let line = catalog_line("a_tool", Some("(x, y?)"), "Does it well.", 16);
+        assert_eq!(line, "- a_tool(x, y?)…");
+        let line = catalog_line("a_tool_named_so", None, "Does it well.", 20);
+        assert_eq!(line, "- a_tool_named_so");
     }
 
     #[test]

@@ -51,8 +51,9 @@ pub use activation::{ActivationResult, CallOutcome, MAX_MATCHES};
 pub use engine::{Engine, Snapshot, meter_len};
 pub use evidence::ResultStatus;
 pub use own_tools::{
-    DEFAULT_CALL_TOOL, DEFAULT_SEARCH_TOOL, Delivery, FirstTurn, TOKENS_NOTE, call_tool,
-    declaration_tokens, percent_saved, search_tool, supplied_search_name,
+    DEFAULT_CALL_TOOL, DEFAULT_SEARCH_TOOL, Delivery, FirstTurn, MAX_TOOL_NAME_CHARS, TOKENS_NOTE,
+    call_tool, declaration_tokens, percent_saved, search_tool, supplied_search_name,
+    tool_name_problem,
 };
 pub use paths::data_path;
 pub use plan::{Plan, PlanReport, Tokens};

@@ -23,6 +23,34 @@ pub const DEFAULT_SEARCH_TOOL: &str = "tool_search";
 /// The call-through tool's name unless a front end configures another.
 pub const DEFAULT_CALL_TOOL: &str = "call_tool";
 
+/// The longest tool name MCP allows.
+pub const MAX_TOOL_NAME_CHARS: usize = 128;
+
+/// Why `name` cannot be an MCP tool's name, if it cannot: MCP tool names
+/// are 1 to [`MAX_TOOL_NAME_CHARS`] ASCII letters, digits, `_`, `-` and `.`.
+/// A front end checks the names it gives the engine's own tools with it.
+pub fn tool_name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some("the name is empty".into());
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|&c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
+    {
+        let shown = crate::chars::escape_name(&c.to_string()).into_owned();
+        return Some(format!(
+            "`{}` holds `{shown}`, which a tool name cannot carry",
+            crate::chars::escape_name(name)
+        ));
+    }
+    let n = name.chars().count();
+    (n > MAX_TOOL_NAME_CHARS).then(|| {
+        format!(
+            "`{name}` is {n} characters long, over the {MAX_TOOL_NAME_CHARS} a tool name may have"
+        )
+    })
+}
+
 /// How a front end hands the model the tools a search or load activates
 /// (SPEC 5.2): it decides what the search tool's description and result say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -331,6 +359,26 @@ mod tests {
 
     fn names(list: &[Cow<'_, Tool>]) -> Vec<String> {
         list.iter().map(|t| t.name.clone()).collect()
+    }
+
+    #[test]
+    fn tool_names_mcp_takes() {
+        for ok in ["call_tool", "a", "x.y-z_1", &"n".repeat(128)] {
+            assert_eq!(tool_name_problem(ok), None, "{ok}");
+        }
+        assert_eq!(tool_name_problem("").as_deref(), Some("the name is empty"));
+        assert_eq!(
+            tool_name_problem("a b").as_deref(),
+            Some("`a b` holds ` `, which a tool name cannot carry")
+        );
+        let bell = tool_name_problem("call\u{7}").unwrap();
+        assert!(!bell.contains('\u{7}') && bell.contains("\\u{7}"), "{bell}");
+        assert!(tool_name_problem("é").is_some());
+        assert!(
+            tool_name_problem(&"n".repeat(129))
+                .unwrap()
+                .ends_with("is 129 characters long, over the 128 a tool name may have")
+        );
     }
 
     #[test]

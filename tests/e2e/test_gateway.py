@@ -509,6 +509,25 @@ class Files(Case):
                 self.assertEqual(run.stdout, "")
                 self.assertIn(expected, run.stderr)
 
+    async def test_env_and_args_are_expanded_as_mcp_json_files_are(self):
+        """`${VAR}` and `${VAR:-default}` in a local server's `args` and `env`
+        reach the real server expanded, as clients expand their `.mcp.json`:
+        never the literal text."""
+        servers = real_servers(self.work.path, ["everything"])
+        servers["everything"]["args"] = ["${E2E_TRANSPORT:-stdio}"]
+        servers["everything"]["env"] = {"E2E_HOME": "${HOME}", "E2E_DEFAULT": "${E2E_UNSET:-fallback}"}
+        async with self.connect(servers, "NoDefer(*)\n") as gw:
+            ok, text = await outcome(gw.client, "everything__get-env")
+            self.assertTrue(ok, text)
+            env = json.loads(text[text.index("{"):])
+            self.assertEqual(env.get("E2E_HOME"), os.environ["HOME"], text)
+            self.assertEqual(env.get("E2E_DEFAULT"), "fallback", text)
+            self.assert_clean(gw)
+        servers["everything"]["env"] = {"TOKEN": "${E2E_UNSET}"}
+        run = self.gateway_run(json.dumps({"mcpServers": servers}))
+        self.assertEqual(run.returncode, 2, run.stderr)
+        self.assertIn("`mcpServers.everything.env.TOKEN`: environment variable `E2E_UNSET` is not set", run.stderr)
+
     def test_dry_run_with_a_child_that_fails_is_exit_1(self):
         servers = real_servers(self.work.path, ["time"])
         servers["broken"] = {"command": str(self.work.path / "no-such-server")}

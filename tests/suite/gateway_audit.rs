@@ -131,3 +131,29 @@ fn a_gateway_whose_log_cannot_be_opened_serves_on() {
     );
     assert_eq!(g.finish(), Some(0));
 }
+
+/// A tool whose definition changes after start is a `drift` event with the
+/// fields that changed, as standard error names them.
+#[test]
+#[cfg(unix)]
+fn a_tool_that_changes_after_start_is_a_drift_event() {
+    let dir = temp_dir("audit-drift");
+    let (p, s) = files(&dir, "NoDefer(*)\n", &[("fx", fixture("echo,mutate", &[]))]);
+    let log = dir.join("audit.jsonl");
+    let log_arg = log.to_str().unwrap().to_string();
+    let mut g = Gateway::connect(&file_args(&p, &s, &["--audit", &log_arg]), "2025-11-25");
+    assert_eq!(text(&g.call("fx__mutate", json!({}))), "mutate: changed");
+    assert!(g.wait_stderr("changed after start", 1), "{}", g.stderr());
+    assert_eq!(g.finish(), Some(0), "{}", g.stderr());
+    let drift: Vec<Value> = events(&log)
+        .into_iter()
+        .filter(|e| e["event"] == "drift")
+        .collect();
+    assert_eq!(drift.len(), 1, "{drift:?}");
+    assert_eq!(drift[0]["tool"], "fx__mutate");
+    assert_eq!(
+        drift[0]["fields"],
+        json!(["description", "input schema", "annotations"])
+    );
+    assert_eq!(drift[0]["locked"], false);
+}

@@ -222,7 +222,7 @@ fn bad_remote_entries_exit_before_serving_naming_the_entry() {
     for (entry, expected) in [
         (
             json!({"url": "htp:/nowhere"}),
-            "`mcpServers.web.url`: server `web`: `htp:/nowhere`",
+            "`mcpServers.web.url`: server `web`: `htp:`",
         ),
         (
             json!({"url": "localhost:8080/mcp"}),

@@ -137,7 +137,12 @@ impl Gateway {
     /// [`Gateway::spawn`] with these variables added to its environment
     /// (see [`gateway_command`]).
     pub fn spawn_env(args: &[&str], env: &[(&str, &str)]) -> Gateway {
-        let mut child = gateway_command(args, env)
+        Gateway::spawn_command(gateway_command(args, env))
+    }
+
+    /// Runs `cmd`, a gateway started some other way (through a shell).
+    pub fn spawn_command(mut cmd: Command) -> Gateway {
+        let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -201,7 +206,12 @@ impl Gateway {
 
     /// [`Gateway::connect`] with these variables added to its environment.
     pub fn connect_env(args: &[&str], env: &[(&str, &str)], version: &str) -> Gateway {
-        let mut g = Gateway::spawn_env(args, env);
+        Gateway::spawn_env(args, env).initialized(version)
+    }
+
+    /// Completes the `initialize` handshake at `version`.
+    pub fn initialized(self, version: &str) -> Gateway {
+        let mut g = self;
         let init = g.request(
             "initialize",
             json!({"protocolVersion": version, "capabilities": {},

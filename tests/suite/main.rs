@@ -17,17 +17,26 @@ mod gateway;
 #[cfg(feature = "gateway")]
 mod gateway_audit;
 #[cfg(feature = "gateway")]
+mod gateway_flags;
+#[cfg(feature = "gateway")]
 mod gateway_http;
 #[cfg(feature = "gateway")]
 mod gateway_memory;
 #[cfg(feature = "gateway")]
 mod gateway_registry;
 #[cfg(feature = "gateway")]
+mod gateway_relist;
+#[cfg(feature = "gateway")]
+mod gateway_reload;
+#[cfg(feature = "gateway")]
 mod gateway_support;
 #[cfg(feature = "gateway")]
 mod gateway_tls;
+#[cfg(feature = "gateway")]
+mod gateway_urls;
 mod golden;
 mod linear;
+mod long_names;
 mod newcomer;
 mod output;
 mod policies;

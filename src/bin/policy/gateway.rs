@@ -45,7 +45,9 @@ pub struct Args {
     /// How activated tools reach the client
     #[arg(long, value_enum, default_value_t)]
     exposure: ExposureArg,
-    /// The call-through tool's name
+    /// The call-through tool's name: a valid MCP tool name (1 to 128 ASCII
+    /// letters, digits, `_`, `-` and `.`) that is neither the search tool's
+    /// nor a server tool's
     #[arg(long, value_name = "NAME", default_value = DEFAULT_CALL_TOOL)]
     call_tool: String,
     /// Seconds one forwarded call may take before it fails
@@ -105,6 +107,11 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     };
     let policy = common::load_policy(&args.policy, format)?;
     let servers = load_servers(&args.servers)?;
+    if let Some(why) = toolpolicy::runtime::tool_name_problem(&args.call_tool) {
+        return Err(CliError::Usage(format!(
+            "`--call-tool` is not a valid MCP tool name: {why}"
+        )));
+    }
     let options = Options {
         policy_path: args.policy.clone(),
         context: args.context.context(),
@@ -178,6 +185,11 @@ async fn serve(
             )),
             Err(e) => log::line(format!("error: {e}")),
         }
+    }
+    // Only now are the servers' tool names known.
+    if let Some(why) = gw.call_tool_taken().or_else(|| gw.search_tool_problem()) {
+        stop(&gw, &mut termination).await;
+        return Err(CliError::Usage(why));
     }
     let lints = gw.lint(true);
     if dry_run {

@@ -1,0 +1,111 @@
+//! `policy gateway`'s policy reload fails closed: an empty text, a pipe or
+//! a FIFO at the policy path never replaces the policy in force, and never
+//! stops the gateway from answering or from stopping.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::gateway_support::*;
+
+const POLICY: &str = "NoDefer(*)\nHide(fx__secret)\n";
+
+/// The hidden tool stays hidden and uncallable, and nothing told the
+/// client that the list changed.
+fn assert_still_hidden(g: &mut Gateway) {
+    assert_eq!(g.list(), ["fx__echo"], "{}", g.stderr());
+    let r = g.call("fx__secret", json!({}));
+    assert!(is_error(&r), "{r}");
+    assert!(text(&r).ends_with("not found."), "{r}");
+    assert!(!g.wait_list_changed(Duration::from_millis(200)));
+}
+
+/// An editor's truncate before its write (`: > p.policy`), seen by the poll
+/// and by SIGHUP, is an empty text: the last good policy stays. The next
+/// real version is read once its stamp holds still.
+#[test]
+fn an_empty_policy_file_keeps_the_last_good_policy() {
+    let dir = temp_dir("reload-empty");
+    let (p, s) = files(&dir, POLICY, &[("fx", fixture("echo,secret", &[]))]);
+    let mut g = Gateway::connect_files(&p, &s, "2025-11-25");
+    assert_eq!(g.list(), ["fx__echo"]);
+    std::fs::write(&p, "").unwrap();
+    assert!(
+        g.wait_stderr("is empty (a file caught between a truncate and its write?); keeping the last good policy", 1),
+        "{}",
+        g.stderr()
+    );
+    assert_still_hidden(&mut g);
+    std::fs::write(&p, " \n\t\n").unwrap();
+    assert!(g.wait_stderr("is empty", 2), "{}", g.stderr());
+    #[cfg(unix)]
+    {
+        g.signal("HUP");
+        assert!(g.wait_stderr("is empty", 3), "{}", g.stderr());
+    }
+    assert_still_hidden(&mut g);
+    assert!(!g.stderr().contains("note: reloaded"), "{}", g.stderr());
+    std::fs::write(&p, "NoDefer(*)\nHide(fx__echo)\n").unwrap();
+    assert!(g.wait_list_changed(DEADLINE), "{}", g.stderr());
+    assert_eq!(g.list(), ["fx__secret"]);
+}
+
+/// `--policy <(cat p.policy)`: the pipe is read at start; on SIGHUP it has
+/// nothing left to give, and is not re-read at all.
+#[cfg(unix)]
+#[test]
+fn sighup_on_a_pipe_keeps_the_policy_read_at_start() {
+    let dir = temp_dir("reload-pipe");
+    let (p, s) = files(&dir, POLICY, &[("fx", fixture("echo,secret", &[]))]);
+    let mut cmd = std::process::Command::new("bash");
+    cmd.args([
+        "-c",
+        r#"exec "$0" gateway --policy <(cat "$1") --servers "$2""#,
+        policy_bin().to_str().unwrap(),
+        p.to_str().unwrap(),
+        s.to_str().unwrap(),
+    ]);
+    let mut g = Gateway::spawn_command(cmd)
+        .initialized("2025-11-25")
+        .holding(dir);
+    assert_eq!(g.list(), ["fx__echo"], "{}", g.stderr());
+    g.signal("HUP");
+    assert!(g.wait_stderr("is not a regular file", 1), "{}", g.stderr());
+    assert!(
+        g.stderr()
+            .contains("and is not re-read; keeping the last good policy"),
+        "{}",
+        g.stderr()
+    );
+    assert_still_hidden(&mut g);
+}
+
+/// A FIFO put at the policy path is refused without waiting for a writer,
+/// on the poll and on SIGHUP: calls are answered meanwhile, and SIGTERM
+/// stops the gateway as usual.
+#[cfg(unix)]
+#[test]
+fn a_fifo_at_the_policy_path_never_freezes_the_gateway() {
+    let dir = temp_dir("reload-fifo");
+    let (p, s) = files(&dir, POLICY, &[("fx", fixture("echo,secret", &[]))]);
+    let mut g = Gateway::connect_files(&p, &s, "2025-11-25").holding(dir);
+    assert_eq!(g.list(), ["fx__echo"]);
+    std::fs::remove_file(&p).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&p)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    assert!(g.wait_stderr("is not a regular file", 1), "{}", g.stderr());
+    g.signal("HUP");
+    assert!(g.wait_stderr("is not a regular file", 2), "{}", g.stderr());
+    for _ in 0..3 {
+        let r = g.call("fx__echo", json!({"text": "still here"}));
+        assert_eq!(text(&r), "echo: {\"text\":\"still here\"}");
+    }
+    assert_still_hidden(&mut g);
+    let t0 = Instant::now();
+    g.signal("TERM");
+    assert_eq!(g.wait_exit(), Some(0), "{}", g.stderr());
+    assert!(t0.elapsed() < Duration::from_secs(8), "{:?}", t0.elapsed());
+}
