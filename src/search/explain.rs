@@ -5,10 +5,11 @@
 
 use serde::Serialize;
 
-use super::{
-    CONCEPT_REST, DESCRIPTION, FIELDS, MAX_QUERY_BYTES, NAME, NAME_FLAG, PARAM_NAME, PARAM_TEXT,
-    SERVER_BONUS, SearchIndex, VERBATIM_NAME_BONUS, intent, intent_bonus, truncate,
-};
+use super::corpus::{DESCRIPTION, FIELDS, NAME, PARAM_NAME, PARAM_TEXT};
+use super::index::{NAME_FLAG, Posting, SearchIndex};
+use super::intent;
+use super::query::{MAX_QUERY_BYTES, truncate};
+use super::rank::{CONCEPT_REST, SERVER_BONUS, VERBATIM_NAME_BONUS, intent_bonus};
 
 /// The field names, in field order, as an explanation shows them.
 const FIELD_NAMES: [&str; FIELDS] = {
@@ -158,7 +159,7 @@ impl SearchIndex {
         })
     }
 
-    fn posting(&self, term: u32, tool: usize) -> Option<&super::Posting> {
+    fn posting(&self, term: u32, tool: usize) -> Option<&Posting> {
         let list = self.postings.get(term as usize)?;
         list.binary_search_by_key(&(tool as u32), |p| p.tool & !NAME_FLAG)
             .ok()
