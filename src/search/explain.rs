@@ -65,6 +65,29 @@ pub struct TermMatch {
     pub score: f32,
 }
 
+impl Explanation {
+    /// One line: the score and what it is made of, strongest concept first
+    /// (`\`read_file\` scored 5.10: \`read\` (query: name), \`fil\` (cedict: name, description)`).
+    pub fn summary(&self) -> String {
+        let mut concepts: Vec<&ConceptMatch> = self.concepts.iter().collect();
+        concepts.sort_by(|a, b| b.score.total_cmp(&a.score));
+        let parts: Vec<String> = concepts
+            .iter()
+            .map(|c| {
+                let t = &c.terms[0];
+                format!("`{}` ({}: {})", t.term, t.origin, t.fields.join(", "))
+            })
+            .chain(self.bonuses.iter().map(|b| b.what.clone()))
+            .collect();
+        let made_of = if parts.is_empty() {
+            "nothing matched".to_string()
+        } else {
+            parts.join(", ")
+        };
+        format!("`{}` scored {:.2}: {made_of}", self.tool, self.score)
+    }
+}
+
 fn bonus(what: &str, points: f32) -> Bonus {
     Bonus {
         what: what.to_string(),

@@ -35,6 +35,7 @@ mod plan;
 mod replay;
 mod runtime_args;
 mod search;
+mod search_eval;
 mod test;
 
 use std::process::ExitCode;
@@ -68,6 +69,8 @@ enum Command {
     Plan(plan::Args),
     /// What a search would activate
     Search(search::Args),
+    /// Score the search on a file of queries with their right tools (recall, MRR, abstention)
+    SearchEval(search_eval::Args),
     /// Replay a chat scenario (JSON) step by step
     Replay(replay::Args),
     /// Per mode: tools and tokens when everything is declared, against the policy's plan
@@ -85,6 +88,7 @@ fn main() -> ExitCode {
         Command::Test(a) => test::run(a),
         Command::Plan(a) => plan::run(a),
         Command::Search(a) => search::run(a),
+        Command::SearchEval(a) => search_eval::run(a),
         Command::Replay(a) => replay::run(a),
         Command::Measure(a) => measure::run(a),
         Command::Gateway(a) => gateway::run(a),

@@ -1,0 +1,143 @@
+//! What a search activates, measured through real searches (a fresh chat
+//! per query, every tool deferred, at most 4 activations) on the project's
+//! query sets: the right tool among the activated ones, the tools activated
+//! per answerable query, and the requests no tool can serve that activate
+//! nothing. `policy search-eval` computes the same figures for a cases file.
+//!
+//! Figures per set, before a search activated only what fits (every search
+//! filled its quota): right tool activated (= recall@4) / activated per query
+//!
+//! | set | right tool activated | per query |
+//! | --- | ---: | ---: |
+//! | tuned (fixtures) | 0.990 | 4.00 |
+//! | held-out dev (fixtures) | 0.959 | 3.98 |
+//! | held-out untouched (fixtures) | 0.865 | 4.00 |
+//! | registries dev (project) | 0.807 | 4.00 |
+//! | registries untouched (project) | 0.695 | 4.00 |
+//!
+//! and 0 / 24, 1 / 24 (fixtures) and 1 / 24, 1 / 24 (project) of the
+//! no-answer requests (development / untouched half) activated nothing.
+
+use toolpolicy::runtime::Engine;
+use toolpolicy::runtime::search_eval::{EvalFile, EvalReport, Floors, evaluate};
+use toolpolicy::{Context, Policy, Registry, SkillList};
+
+fn engine(registry: Registry) -> Engine {
+    let policy = Policy::parse("all.policy", "Defer(*)\n").expect("policy parses");
+    Engine::new(policy, registry, SkillList::default())
+}
+
+fn cases(file: &str) -> EvalFile {
+    let path = format!("{}/tests/data/{file}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).expect("query set is readable");
+    toml::from_str(&text).expect("query set parses as a cases file")
+}
+
+fn run(engine: &Engine, file: &str, half: Option<&str>) -> EvalReport {
+    let mut set = cases(file);
+    if let Some(half) = half {
+        set.case.retain(|c| c.half.as_deref() == Some(half));
+    }
+    evaluate(engine, &Context::default(), &set.case, &Floors::default()).expect("context is valid")
+}
+
+fn line(label: &str, r: &EvalReport) -> String {
+    if r.answerable > 0 {
+        format!(
+            "{label}: right tool activated {:.3}, {:.2} activated per query, \
+             recall@1 {:.3}, recall@4 {:.3}, MRR {:.3} over {}",
+            r.recall_activated,
+            r.activated_per_query,
+            r.recall_at_1,
+            r.recall_at_4,
+            r.mrr,
+            r.answerable
+        )
+    } else {
+        format!(
+            "{label}: {} of {} no-answer requests activated nothing",
+            r.abstained, r.no_answer
+        )
+    }
+}
+
+#[test]
+fn activation_figures_per_set() {
+    let project = engine(crate::search_recall::project_registries());
+    let mut lines = Vec::new();
+    let mut reports = Vec::new();
+    if let Some(fixtures) = crate::fixtures::all() {
+        let fixtures = engine(fixtures);
+        for (label, file, half) in [
+            ("tuned", "search_queries.toml", None),
+            ("held-out dev", "search_queries_heldout.toml", Some("dev")),
+            (
+                "held-out untouched",
+                "search_queries_heldout.toml",
+                Some("holdout"),
+            ),
+            (
+                "no-answer dev (fixtures)",
+                "search_queries_noanswer.toml",
+                Some("dev"),
+            ),
+            (
+                "no-answer untouched (fixtures)",
+                "search_queries_noanswer.toml",
+                Some("holdout"),
+            ),
+        ] {
+            let r = run(&fixtures, file, half);
+            lines.push(line(label, &r));
+            reports.push((label, r));
+        }
+    }
+    for (label, file, half) in [
+        (
+            "registries dev",
+            "search_queries_registries.toml",
+            Some("dev"),
+        ),
+        (
+            "registries untouched",
+            "search_queries_registries.toml",
+            Some("holdout"),
+        ),
+        (
+            "no-answer dev (project)",
+            "search_queries_noanswer.toml",
+            Some("dev"),
+        ),
+        (
+            "no-answer untouched (project)",
+            "search_queries_noanswer.toml",
+            Some("holdout"),
+        ),
+    ] {
+        let r = run(&project, file, half);
+        lines.push(line(label, &r));
+        reports.push((label, r));
+    }
+    eprintln!("{}", lines.join("\n"));
+}
+
+#[test]
+fn no_answer_set_is_split_in_two_halves() {
+    let set = cases("search_queries_noanswer.toml");
+    assert!(set.case.len() >= 40, "no-answer set too small");
+    let chinese = set
+        .case
+        .iter()
+        .filter(|c| {
+            c.query
+                .chars()
+                .any(|ch| ('\u{4e00}'..='\u{9fff}').contains(&ch))
+        })
+        .count();
+    assert!(chinese >= 15, "too few Chinese requests");
+    for (i, c) in set.case.iter().enumerate() {
+        assert!(c.expect.is_empty(), "{:?} expects a tool", c.query);
+        let want = if i % 2 == 0 { "dev" } else { "holdout" };
+        assert_eq!(c.half.as_deref(), Some(want), "request {} half", i + 1);
+    }
+}
