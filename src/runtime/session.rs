@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::decision::{Context, ContextError};
 use crate::registry::{Registry, Skill};
-use crate::search::Explanation;
+use crate::search::{Explanation, Ranked};
 use crate::settings::{Activation, OnMiss};
 
 use super::activation::{ActivationResult, CallOutcome, MAX_MATCHES, Verb};
@@ -357,19 +357,24 @@ impl Session {
         limit: usize,
         out: &mut ActivationResult,
     ) {
-        let ranked = snap.search_index_for(base).rank(query, |i| {
-            base.state(i as u32) == ToolState::Deferred && !self.activated.contains(i as u32)
-        });
+        // Only what fits is activated (SPEC 3.3): the rest of the ranking is
+        // named, not loaded.
+        let room = limit.saturating_sub(out.activated.len());
+        let ranked = snap.search_index_for(base).rank_fitting(
+            query,
+            |i| base.state(i as u32) == ToolState::Deferred && !self.activated.contains(i as u32),
+            room,
+        );
         let tools = snap.registry().tools();
         // Named tools past the limit are reported once, as `over_limit`; the
         // model chooses how many names it sends.
         let over_limit: HashSet<&str> = out.over_limit.iter().map(String::as_str).collect();
-        for i in ranked {
+        for Ranked { tool: i, activate } in ranked {
             let name = &tools[i].name;
             if over_limit.contains(name.as_str()) {
                 continue;
             }
-            if out.activated.len() < limit {
+            if activate && out.activated.len() < limit {
                 self.activated.insert(i as u32);
                 out.activated.push(name.clone());
             } else if out.matches.len() < MAX_MATCHES {

@@ -12,7 +12,7 @@ use super::query::{MAX_QUERY_BYTES, truncate};
 use super::rank::{CONCEPT_REST, SERVER_BONUS, VERBATIM_NAME_BONUS, intent_bonus};
 
 /// The field names, in field order, as an explanation shows them.
-const FIELD_NAMES: [&str; FIELDS] = {
+pub(super) const FIELD_NAMES: [&str; FIELDS] = {
     let mut f = [""; FIELDS];
     f[NAME] = "name";
     f[DESCRIPTION] = "description";
@@ -189,7 +189,7 @@ impl SearchIndex {
             .map(|k| &list[k])
     }
 
-    fn term_text(&self, id: u32) -> String {
+    pub(super) fn term_text(&self, id: u32) -> String {
         self.corpus
             .terms
             .iter()

@@ -75,6 +75,7 @@
 
 mod corpus;
 mod explain;
+mod fit;
 mod index;
 mod intent;
 mod lexicon;
@@ -88,5 +89,6 @@ mod vocab;
 mod tests;
 
 pub use explain::{Bonus, ConceptMatch, Explanation, TermMatch};
+pub use fit::{CLOSE_COVER, CLOSE_SCORE, Fit, Ranked, UnitCover};
 pub use index::SearchIndex;
 pub use query::Origin;

@@ -2,6 +2,8 @@
 //! terms grouped into concepts (a query word with what it expands to), each
 //! term weighted by where it came from ([`Origin`]).
 
+use std::cell::{Cell, RefCell};
+
 use super::index::SearchIndex;
 use super::lexicon;
 use super::shape::shape_hints;
@@ -12,7 +14,7 @@ use super::vocab::{QUESTION_WORDS, cjk_vocab, synonyms};
 const W_WORD: f32 = 1.0;
 const W_CAMEL_WHOLE: f32 = 0.8;
 const W_JOINED: f32 = 0.6;
-const W_CJK_BIGRAM: f32 = 1.0;
+pub(super) const W_CJK_BIGRAM: f32 = 1.0;
 const W_CJK_UNIGRAM: f32 = 0.35;
 /// WordNet: a synonym of a query word, and a derivation or broader word.
 const W_LEXICON_SYNONYM: f32 = 0.45;
@@ -51,10 +53,25 @@ pub(super) const MAX_QUERY_TERMS: usize = 256;
 /// query word or phrase it came from) it belongs to.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct QueryTerm {
+    /// The content unit this term stands for ([`NO_UNIT`] for none), and a
+    /// second one for a joined pair.
+    pub(super) unit: u32,
+    pub(super) unit2: u32,
     pub(super) id: u32,
     pub(super) weight: f32,
     pub(super) concept: u32,
     pub(super) origin: Origin,
+}
+
+/// No content unit: the term stands for no word of the query's own
+/// (a question word's hint, a plural's, a number).
+pub(super) const NO_UNIT: u32 = 0;
+
+/// A content word of the query: a stemmed English word, or a Chinese
+/// dictionary word or character. Units are numbered from 1 in query order.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Unit {
+    pub(super) text: String,
 }
 
 /// Where a query term came from, for [`SearchIndex::explain`].
@@ -112,20 +129,44 @@ impl SearchIndex {
             .map(|(t, _)| &**t)
     }
 
+    /// The query's known terms with their weights, deduplicated (first occurrence
     /// keeps its place, the highest weight wins), at most [`MAX_QUERY_TERMS`].
     pub(super) fn query_terms(&self, query: &str) -> Vec<QueryTerm> {
+        self.query_parts(query).0
+    }
+
+    /// [`SearchIndex::query_terms`], and the query's content units: each
+    /// content word of the query (a stemmed English word, a Chinese
+    /// dictionary word or character), whether or not any tool has it. Every
+    /// term says which unit (or two, for a joined pair) it stands for.
+    pub(super) fn query_parts(&self, query: &str) -> (Vec<QueryTerm>, Vec<Unit>) {
         let mut out: Vec<QueryTerm> = Vec::new();
+        let units: RefCell<Vec<Unit>> = RefCell::new(Vec::new());
+        // The unit(s) the terms pushed now stand for; 0 is none.
+        let unit = Cell::new((NO_UNIT, NO_UNIT));
+        let new_unit = |text: &str| -> u32 {
+            let mut units = units.borrow_mut();
+            if units.len() >= MAX_QUERY_TERMS {
+                return NO_UNIT;
+            }
+            units.push(Unit {
+                text: text.to_string(),
+            });
+            units.len() as u32
+        };
         // A term already present keeps the higher weight, and with it that
-        // occurrence's concept.
+        // occurrence's concept and unit.
         let mut push = |term: &str, weight: f32, concept: u32, origin: Origin| {
             let Some(id) = self.term(term) else {
                 return;
             };
+            let (u1, u2) = unit.get();
             if let Some(e) = out.iter_mut().find(|e| e.id == id) {
                 if weight > e.weight {
                     e.weight = weight;
                     e.concept = concept;
                     e.origin = origin;
+                    (e.unit, e.unit2) = (u1, u2);
                 }
             } else if out.len() < MAX_QUERY_TERMS {
                 out.push(QueryTerm {
@@ -133,12 +174,15 @@ impl SearchIndex {
                     weight,
                     concept,
                     origin,
+                    unit: u1,
+                    unit2: u2,
                 });
             }
         };
         let mut concept: u32 = 0;
         for word in query.split_whitespace().take(MAX_QUERY_TERMS) {
             concept += 1;
+            unit.set((NO_UNIT, NO_UNIT));
             for hint in shape_hints(word) {
                 push(&stem(hint), W_SHAPE, concept, Origin::Shape);
             }
@@ -146,6 +190,7 @@ impl SearchIndex {
         let syn = synonyms();
         let cjk = cjk_vocab();
         let mut previous: Option<String> = None;
+        let mut previous_unit = NO_UNIT;
         // After `without`, the next content word is what the user does not want.
         let mut negated = false;
         scan(query, &mut |piece| match piece {
@@ -165,6 +210,7 @@ impl SearchIndex {
                     let un = stem(&format!("un{raw}"));
                     if self.term(&un).is_some() {
                         concept += 1;
+                        unit.set((new_unit(&un), NO_UNIT));
                         push(&un, W_WORD, concept, Origin::Word);
                         previous = None;
                         return;
@@ -172,6 +218,7 @@ impl SearchIndex {
                 }
                 if let Ok(i) = QUESTION_WORDS.binary_search_by(|(k, _)| (*k).cmp(&raw)) {
                     concept += 1;
+                    unit.set((NO_UNIT, NO_UNIT));
                     push(
                         &stem(QUESTION_WORDS[i].1),
                         W_QUESTION,
@@ -179,10 +226,13 @@ impl SearchIndex {
                         Origin::Question,
                     );
                 }
+                let first_unit = units.borrow().len() as u32 + 1;
                 if parts.len() > 1 {
                     let whole = stem(&raw);
                     if !is_stopword(&whole) {
                         concept += 1;
+                        // The whole camelCase word stands for its first part.
+                        unit.set((first_unit, NO_UNIT));
                         push(&whole, W_CAMEL_WHOLE, concept, Origin::Word);
                     }
                 }
@@ -193,16 +243,20 @@ impl SearchIndex {
                     }
                     concept += 1;
                     if s.bytes().all(|b| b.is_ascii_digit()) {
+                        unit.set((NO_UNIT, NO_UNIT));
                         push(&s, W_NUMBER, concept, Origin::Word);
                         continue;
                     }
+                    unit.set((new_unit(&s), NO_UNIT));
                     push(&s, W_WORD, concept, Origin::Word);
                     for t in self.name_prefixed(&s) {
                         push(t, W_PREFIX, concept, Origin::Prefix);
                     }
                     if is_plural(part, &s) {
                         // Asking about things in the plural hints at a listing.
+                        let own = unit.replace((NO_UNIT, NO_UNIT));
                         push("list", W_PLURAL, PLURAL_CONCEPT, Origin::Plural);
+                        unit.set(own);
                     }
                     if let Some(list) = syn.get(s.as_str()) {
                         for (other, w) in list {
@@ -220,9 +274,17 @@ impl SearchIndex {
                         }
                     }
                 }
+                let last_unit = units.borrow().len() as u32;
                 if let Some(prev) = previous.take() {
                     let joined = stem(&format!("{prev}{raw}"));
                     concept += 1;
+                    // A joined pair stands for both words.
+                    let this = if last_unit >= first_unit {
+                        last_unit
+                    } else {
+                        NO_UNIT
+                    };
+                    unit.set((previous_unit, this));
                     push(&joined, W_JOINED, concept, Origin::Joined);
                     // Phrasal words: `make sure`, `kick off`, `api key`.
                     if let Some(list) = syn.get(joined.as_str()) {
@@ -232,19 +294,57 @@ impl SearchIndex {
                     }
                 }
                 previous = Some(raw);
+                previous_unit = if last_unit >= first_unit {
+                    last_unit
+                } else {
+                    NO_UNIT
+                };
             }
             Piece::Cjk(run) => {
                 previous = None;
                 let mut s = String::new();
+                // The run's content units: its dictionary words, longest
+                // first from the left, and its other characters one by one;
+                // function characters are none.
+                let mut char_unit = vec![NO_UNIT; run.len()];
+                let mut i = 0;
+                while i < run.len() {
+                    let mut len = 1;
+                    for l in (2..=lexicon::CEDICT_MAX_CHARS.min(run.len() - i)).rev() {
+                        s.clear();
+                        s.extend(&run[i..i + l]);
+                        if lexicon::chinese(&s).is_some() {
+                            len = l;
+                            break;
+                        }
+                    }
+                    if len > 1 || !is_cjk_stopchar(run[i]) {
+                        let word: String = run[i..i + len].iter().collect();
+                        let u = new_unit(&word);
+                        char_unit[i..i + len].fill(u);
+                    }
+                    i += len;
+                }
+                let pair = |a: usize, b: usize| {
+                    let (a, b) = (char_unit[a], char_unit[b]);
+                    if a == NO_UNIT {
+                        (b, NO_UNIT)
+                    } else if a == b {
+                        (a, NO_UNIT)
+                    } else {
+                        (a, b)
+                    }
+                };
                 // The concept of the bigram starting at each character, and
                 // of each character alone: a dictionary word's English joins
                 // the concept of the word's own characters.
                 let first_bigram = concept + 1;
                 let mut char_concept = vec![0u32; run.len()];
-                for w in run.windows(2) {
+                for (k, w) in run.windows(2).enumerate() {
                     s.clear();
                     s.extend(w);
                     concept += 1;
+                    unit.set(pair(k, k + 1));
                     // A pair across a function character (`的会`) is
                     // rarely a word.
                     let w = if w.iter().any(|&c| is_cjk_stopchar(c)) {
@@ -265,6 +365,7 @@ impl SearchIndex {
                         };
                         concept += 1;
                         char_concept[k] = concept;
+                        unit.set((char_unit[k], NO_UNIT));
                         push(&s, w, concept, Origin::Word);
                     }
                 }
@@ -289,6 +390,7 @@ impl SearchIndex {
                                 1 => W_CEDICT * CEDICT_CHAR,
                                 _ => W_CEDICT,
                             };
+                            unit.set((char_unit[i], NO_UNIT));
                             for t in english.iter().filter(|_| weight > 0.0) {
                                 push(t, weight, concept, Origin::Cedict);
                                 // And what the English word stands for, one
@@ -312,6 +414,7 @@ impl SearchIndex {
                         s.clear();
                         s.extend(&run[i..i + len]);
                         if let Some(entry) = cjk.words.get(s.as_str()) {
+                            unit.set(pair(i, i + len - 1));
                             let own = match len {
                                 1 => char_concept[i],
                                 _ => first_bigram + i as u32,
@@ -331,7 +434,7 @@ impl SearchIndex {
                 // A verb split by a measure word or an aspect particle
                 // (留个言, 开了会) is the word itself: its bigram and its
                 // English.
-                for w in run.windows(3) {
+                for (k, w) in run.windows(3).enumerate() {
                     if !SPLITTERS.contains(w[1])
                         || w.iter().any(|&c| is_cjk_stopchar(c) && c != w[1])
                     {
@@ -342,6 +445,7 @@ impl SearchIndex {
                     s.push(w[2]);
                     if let Some(english) = lexicon::chinese(&s) {
                         concept += 1;
+                        unit.set((char_unit[k], char_unit[k + 2]));
                         push(&s, W_CJK_BIGRAM, concept, Origin::Joined);
                         for t in &english {
                             push(t, W_CEDICT, concept, Origin::Cedict);
@@ -351,7 +455,7 @@ impl SearchIndex {
             }
             Piece::Break => previous = None,
         });
-        out
+        (out, units.into_inner())
     }
 }
 

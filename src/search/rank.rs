@@ -4,7 +4,7 @@
 
 use super::index::{NAME_FLAG, SearchIndex};
 use super::intent;
-use super::query::{MAX_QUERY_BYTES, MAX_QUERY_TERMS, truncate};
+use super::query::{MAX_QUERY_BYTES, MAX_QUERY_TERMS, QueryTerm, truncate};
 use super::tokenize;
 
 /// Within one concept (a query word with its expansions) a tool scores its
@@ -41,31 +41,48 @@ impl SearchIndex {
     /// positive relevance score only. Deterministic: same input, same output; ties
     /// break by registry order (lower index first).
     pub fn rank(&self, query: &str, eligible: impl Fn(usize) -> bool) -> Vec<usize> {
-        let query = truncate(query, MAX_QUERY_BYTES);
-        let trimmed = query.trim();
+        let trimmed = truncate(query, MAX_QUERY_BYTES).trim();
+        let mut terms = self.query_terms(trimmed);
+        self.rank_scored(trimmed, &mut terms, eligible)
+            .into_iter()
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    /// [`SearchIndex::rank`] on the query's terms, with each tool's score (a
+    /// query equal to a tool's name gives that tool an infinite one).
+    pub(super) fn rank_scored(
+        &self,
+        trimmed: &str,
+        terms: &mut [QueryTerm],
+        eligible: impl Fn(usize) -> bool,
+    ) -> Vec<(usize, f32)> {
         if trimmed.is_empty() || self.corpus.tools.is_empty() {
             return Vec::new();
         }
 
         // Exact whole-query name matches: the case-exact name first, then any
         // case-insensitive ones in registry order.
-        let mut exact: Vec<usize> = Vec::new();
+        let mut exact: Vec<(usize, f32)> = Vec::new();
         if let Some(list) = self.corpus.names.get(trimmed.to_lowercase().as_str()) {
             let mut list: Vec<usize> = list.iter().map(|&i| i as usize).collect();
             list.sort_by_key(|&i| (&*self.corpus.tools[i].0 != trimmed, i));
-            exact.extend(list.into_iter().filter(|&i| eligible(i)));
+            exact.extend(
+                list.into_iter()
+                    .filter(|&i| eligible(i))
+                    .map(|i| (i, f32::INFINITY)),
+            );
         }
 
         // Per concept (a query word with its expansions), a tool scores its
         // best variant in full and the others at a fraction, so a word with
         // many synonyms counts about once.
-        let mut terms = self.query_terms(trimmed);
         terms.sort_by_key(|t| t.concept);
         let intent = intent::of_query(trimmed);
         let mut acc = vec![Acc::default(); self.corpus.tools.len()];
         let mut touched: Vec<u32> = Vec::new();
         let mut local: Vec<u32> = Vec::new();
-        for group in terms.chunk_by(|a, b| a.concept == b.concept) {
+        for group in terms.chunk_by(|a: &QueryTerm, b: &QueryTerm| a.concept == b.concept) {
             for t in group {
                 for p in self.postings[t.id as usize].iter() {
                     let tool = (p.tool & !NAME_FLAG) as usize;
@@ -120,13 +137,16 @@ impl SearchIndex {
             let s = acc[i].score
                 + self.cover_bonus(i, acc[i].name_hits)
                 + intent_bonus(intent, self.corpus.intents[i]);
-            if s <= 0.0 || !s.is_finite() || exact.contains(&i) || !eligible(i) {
+            if s <= 0.0 || !s.is_finite() || exact.iter().any(|e| e.0 == i) || !eligible(i) {
                 continue;
             }
             ranked.push(((!s.to_bits()) as u64) << 32 | t as u64);
         }
         ranked.sort_unstable();
-        exact.extend(ranked.into_iter().map(|k| (k & 0xffff_ffff) as usize));
+        exact.extend(ranked.into_iter().map(|k| {
+            let i = (k & 0xffff_ffff) as usize;
+            (i, f32::from_bits(!((k >> 32) as u32)))
+        }));
         exact
     }
 
