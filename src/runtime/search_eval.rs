@@ -106,7 +106,13 @@ pub fn evaluate(
     for case in cases {
         let mut chat = engine.session(ctx.clone())?;
         let result = chat.search(engine, &case.query, &[] as &[&str])?;
-        let ranked: Vec<&String> = result.activated.iter().chain(&result.matches).collect();
+        // A tool the search says is there already is as good as loaded.
+        let ranked: Vec<&String> = result
+            .already_active
+            .iter()
+            .chain(&result.activated)
+            .chain(&result.matches)
+            .collect();
         if case.expect.is_empty() {
             no_answer += 1;
             if result.activated.is_empty() {
@@ -123,7 +129,9 @@ pub fn evaluate(
         at1 += usize::from(rank == Some(0));
         at4 += usize::from(rank.is_some_and(|r| r < 4));
         rr += rank.map_or(0.0, |r| 1.0 / (r as f64 + 1.0));
-        let hit = result.activated.iter().any(|n| case.expect.contains(n));
+        let hit = (result.activated.iter())
+            .chain(&result.already_active)
+            .any(|n| case.expect.contains(n));
         found += usize::from(hit);
         if !hit {
             let top = ranked.first().map(|s| s.as_str());

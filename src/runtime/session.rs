@@ -358,19 +358,40 @@ impl Session {
         out: &mut ActivationResult,
     ) {
         // Only what fits is activated (SPEC 3.3): the rest of the ranking is
-        // named, not loaded.
+        // named, not loaded. Tools the model has already (declared by policy
+        // or activated before, but not the guards and search tools) are
+        // ranked too: where one fits as well as what would be loaded, the
+        // result says it is there, and loads nothing weaker beside it.
         let room = limit.saturating_sub(out.activated.len());
+        let own = &base.declared[..base.guards_len];
+        let has = |i: usize| {
+            let i32 = i as u32;
+            match base.state(i32) {
+                ToolState::Declared => !own.contains(&i32) && !base.search_tools.contains(&i32),
+                ToolState::Deferred => self.activated.contains(i32),
+                _ => false,
+            }
+        };
         let ranked = snap.search_index_for(base).rank_fitting(
             query,
-            |i| base.state(i as u32) == ToolState::Deferred && !self.activated.contains(i as u32),
+            |i| has(i) || base.state(i as u32) == ToolState::Deferred,
             room,
+            has,
         );
         let tools = snap.registry().tools();
         // Named tools past the limit are reported once, as `over_limit`; the
         // model chooses how many names it sends.
         let over_limit: HashSet<&str> = out.over_limit.iter().map(String::as_str).collect();
-        for Ranked { tool: i, activate } in ranked {
+        let named: HashSet<String> = out.already_active.iter().cloned().collect();
+        let had: Vec<bool> = ranked.iter().map(|r| has(r.tool)).collect();
+        for (Ranked { tool: i, activate }, had) in ranked.into_iter().zip(had) {
             let name = &tools[i].name;
+            if had {
+                if activate && !named.contains(name) {
+                    out.already_active.push(name.clone());
+                }
+                continue;
+            }
             if over_limit.contains(name.as_str()) {
                 continue;
             }

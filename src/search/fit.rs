@@ -229,11 +229,16 @@ impl SearchIndex {
     /// [`SearchIndex::rank`], and which of the ranked tools a search
     /// activates (see the module doc): at most `limit`, from the first
     /// `limit` ranked. A tool the query names verbatim is always activated.
+    /// Tools for which `free` holds (tools already declared) take part in
+    /// the ranking and in the comparison with the best match, and are
+    /// marked as a fit the same way, but use up none of `limit`: a search
+    /// can then say that the best match is there already.
     pub fn rank_fitting(
         &self,
         query: &str,
         eligible: impl Fn(usize) -> bool,
         limit: usize,
+        free: impl Fn(usize) -> bool,
     ) -> Vec<Ranked> {
         let trimmed = super::query::truncate(query, super::query::MAX_QUERY_BYTES).trim();
         let (mut terms, units) = self.query_parts(trimmed);
@@ -241,10 +246,14 @@ impl SearchIndex {
         let named: Vec<u32> = self.verbatim_names(trimmed).collect();
         let mut out: Vec<Ranked> = Vec::with_capacity(ranked.len());
         let mut best: Option<(f32, f32)> = None;
-        let mut taken = 0;
-        for (k, &(tool, score)) in ranked.iter().enumerate() {
+        let (mut taken, mut seen) = (0, 0);
+        // Whether the best match has been judged: the first ranked tool that
+        // is not a tool the model has already, or that is one and fits.
+        let mut judged = false;
+        for &(tool, score) in &ranked {
             let mut activate = false;
-            if taken < limit && k < limit && (k == 0 || best.is_some()) {
+            let free = free(tool);
+            if (free || taken < limit && seen < limit) && (!judged || best.is_some()) {
                 let verbatim = score.is_infinite() || named.contains(&(tool as u32));
                 let fit = self.fit_with(&terms, &units, tool);
                 let cover = fit.as_ref().map_or(0.0, |f| f.cover);
@@ -255,11 +264,15 @@ impl SearchIndex {
                         verbatim || fits && (score >= CLOSE_SCORE * s || cover >= CLOSE_COVER * c)
                     }
                 };
-                if k == 0 && activate {
-                    best = Some((score, cover));
+                if !judged && (activate || !free) {
+                    judged = true;
+                    best = activate.then_some((score, cover));
                 }
             }
-            taken += usize::from(activate);
+            if !free {
+                taken += usize::from(activate);
+                seen += 1;
+            }
             out.push(Ranked { tool, activate });
         }
         out
@@ -355,7 +368,7 @@ mod tests {
     }
 
     fn activated(reg: &Registry, idx: &SearchIndex, q: &str) -> Vec<String> {
-        idx.rank_fitting(q, |_| true, 4)
+        idx.rank_fitting(q, |_| true, 4, |_| false)
             .into_iter()
             .filter(|r| r.activate)
             .map(|r| reg.tools()[r.tool].name.clone())
@@ -429,12 +442,15 @@ mod tests {
             ("three", "open the door"),
         ]);
         let idx = SearchIndex::new(&reg);
-        let first = idx.rank_fitting("open the door", |_| true, 4);
+        let first = idx.rank_fitting("open the door", |_| true, 4, |_| false);
         assert_eq!(first.iter().filter(|r| r.activate).count(), 2);
         for _ in 0..5 {
-            assert_eq!(idx.rank_fitting("open the door", |_| true, 4), first);
             assert_eq!(
-                SearchIndex::new(&reg).rank_fitting("open the door", |_| true, 4),
+                idx.rank_fitting("open the door", |_| true, 4, |_| false),
+                first
+            );
+            assert_eq!(
+                SearchIndex::new(&reg).rank_fitting("open the door", |_| true, 4, |_| false),
                 first
             );
         }

@@ -187,3 +187,38 @@ fn no_answer_set_is_split_in_two_halves() {
         assert_eq!(c.half.as_deref(), Some(want), "request {} half", i + 1);
     }
 }
+
+#[test]
+fn a_declared_tool_that_fits_better_is_named_not_loaded_again() {
+    let registry = Registry::from_json(
+        r#"[
+        {"name": "list_directory", "description": "List the files and folders of a directory"},
+        {"name": "edit_file", "description": "Edit a file in a directory by replacing lines"},
+        {"name": "move_file", "description": "Move a file to another directory"},
+        {"name": "read_file", "description": "Read a file"}
+    ]"#,
+    )
+    .expect("registry loads");
+    let policy = Policy::parse("p.policy", "Defer(*)\nNoDefer(list_directory)\n").expect("parses");
+    let engine = Engine::new(policy, registry, SkillList::default());
+    let mut chat = engine.session(Context::default()).expect("session");
+    let found = chat
+        .search(&engine, "list directory", &[] as &[&str])
+        .expect("search");
+    assert_eq!(found.already_active, ["list_directory"], "{found:?}");
+    assert!(found.activated.is_empty(), "{found:?}");
+    assert!(
+        found.text.contains("Already available: `list_directory`"),
+        "{}",
+        found.text
+    );
+    // Nothing was loaded, so the plan declares what it did.
+    let plan = chat.plan(&engine).expect("plan");
+    assert!(plan.declared().all(|t| t.name != "edit_file"));
+    // A request the declared tool does not serve still loads what fits.
+    let found = chat
+        .search(&engine, "move a file", &[] as &[&str])
+        .expect("search");
+    assert_eq!(found.activated, ["move_file"], "{found:?}");
+    assert!(found.already_active.is_empty(), "{found:?}");
+}
