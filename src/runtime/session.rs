@@ -21,7 +21,7 @@ use crate::registry::{Registry, Skill};
 use crate::search::{Explanation, Ranked};
 use crate::settings::{Activation, OnMiss};
 
-use super::activation::{ActivationResult, CallOutcome, MAX_MATCHES, Verb};
+use super::activation::{ActivationResult, CallOutcome, MAX_MATCHES, Verb, areas};
 use super::engine::{Engine, Snapshot};
 use super::evidence::{EvidenceLog, ResultStatus};
 use super::indices::IndexList;
@@ -343,7 +343,25 @@ impl Session {
             self.record_added(&snap, &out.activated);
         }
         out.remaining_deferred = self.remaining(&base);
-        out.write_text(verb, query, base.settings.max_activations, &snap, delivery);
+        // An empty search result names where the deferred tools are.
+        let areas = if verb == Verb::Search && out.activated.is_empty() {
+            let left = base
+                .deferred
+                .iter()
+                .copied()
+                .filter(|&i| !self.activated.contains(i));
+            areas(&snap, left)
+        } else {
+            Vec::new()
+        };
+        out.write_text(
+            verb,
+            query,
+            base.settings.max_activations,
+            &snap,
+            delivery,
+            &areas,
+        );
         Ok(out)
     }
 

@@ -26,11 +26,15 @@
 //! some jazz on Spotify`), or whose best match rests only on light words or
 //! on weak evidence, activates nothing.
 
+use std::collections::HashSet;
+use std::sync::OnceLock;
+
 use serde::Serialize;
 
 use super::corpus::{DESCRIPTION, FIELDS, NAME, PARAM_NAME, PARAM_TEXT};
 use super::index::SearchIndex;
 use super::query::{NO_UNIT, Origin, QueryTerm, Unit, W_CEDICT, W_CJK_BIGRAM};
+use super::tokenize::stem;
 
 /// A tool that covers this much of the query fits without a direct match.
 pub(super) const MIN_COVER: f32 = 0.5;
@@ -42,32 +46,31 @@ pub const CLOSE_SCORE: f32 = 0.65;
 /// ... or its cover at least this share of the best's.
 pub const CLOSE_COVER: f32 = 0.9;
 
-/// Words that say little about what is asked (stemmed as the index stems
-/// them; sorted for lookup): a match on them alone is no match.
+/// Words that say little about what is asked: a match on them alone is no
+/// match. Compared stemmed, as the index stems them.
 const LIGHT: &[&str] = &[
     "again",
     "all",
     "also",
     "any",
-    "anyth",
-    "com",
+    "anything",
+    "come",
     "day",
     "each",
     "even",
     "every",
-    "everyth",
+    "everything",
     "exist",
     "few",
     "get",
-    "giv",
+    "give",
     "go",
-    "hav",
+    "have",
     "help",
     "keep",
     "know",
-    "larg",
+    "large",
     "last",
-    "lik",
     "like",
     "look",
     "make",
@@ -81,13 +84,14 @@ const LIGHT: &[&str] = &[
     "okay",
     "other",
     "own",
-    "pleas",
+    "please",
     "put",
     "send",
-    "someth",
+    "some",
+    "something",
     "start",
     "still",
-    "tak",
+    "take",
     "tell",
     "thing",
     "time",
@@ -126,7 +130,10 @@ const LIGHT: &[&str] = &[
 ];
 
 fn is_light(word: &str) -> bool {
-    LIGHT.contains(&word)
+    static STEMS: OnceLock<HashSet<String>> = OnceLock::new();
+    STEMS
+        .get_or_init(|| LIGHT.iter().map(|w| stem(w)).collect())
+        .contains(word)
 }
 
 /// How much each field's match counts, in field order.
