@@ -6,6 +6,7 @@
 use serde::Serialize;
 
 use super::corpus::{DESCRIPTION, FIELDS, NAME, PARAM_NAME, PARAM_TEXT};
+use super::fit::Fit;
 use super::index::{NAME_FLAG, Posting, SearchIndex};
 use super::intent;
 use super::query::{MAX_QUERY_BYTES, truncate};
@@ -30,6 +31,8 @@ pub struct Explanation {
     pub score: f32,
     pub concepts: Vec<ConceptMatch>,
     pub bonuses: Vec<Bonus>,
+    /// Whether the tool fits the query on its own, and what that rests on.
+    pub fit: Fit,
 }
 
 /// A bonus on top of the concepts: `name coverage`, `read or change, as
@@ -84,7 +87,12 @@ impl Explanation {
         } else {
             parts.join(", ")
         };
-        format!("`{}` scored {:.2}: {made_of}", self.tool, self.score)
+        format!(
+            "`{}` scored {:.2}: {made_of}; {}",
+            self.tool,
+            self.score,
+            self.fit.reason()
+        )
     }
 }
 
@@ -174,11 +182,13 @@ impl SearchIndex {
         }
         let score = concepts.iter().map(|c| c.score).sum::<f32>()
             + bonuses.iter().map(|b| b.points).sum::<f32>();
+        let fit = self.fit(query, tool)?;
         Some(Explanation {
             tool: name.to_string(),
             score,
             concepts,
             bonuses,
+            fit,
         })
     }
 

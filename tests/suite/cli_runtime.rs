@@ -318,3 +318,35 @@ fn search_eval_refuses_bad_cases_files() {
         "no case in that half"
     );
 }
+
+#[test]
+fn search_explain_says_why_nothing_was_loaded() {
+    let query = "order a large pepperoni pizza";
+    let (code, out) = run(&with(&["search", query], &["--mode", "agent", "--explain"]));
+    assert_eq!(code, Some(0));
+    assert!(out.contains("activated:          (none)"), "{out}");
+    assert!(
+        out.contains("nothing loaded: the best candidate, `") && out.contains("falls short: "),
+        "{out}"
+    );
+    assert!(out.contains("`pepperoni`, `pizza`"), "{out}");
+    let d = json(&with(
+        &["search", query],
+        &["--mode", "agent", "--explain", "--format", "json"],
+    ));
+    let best = &d["explain"][0];
+    assert_eq!(best["fit"]["fits"], false, "{best}");
+    assert!(
+        best["fit"]["units"]
+            .as_array()
+            .is_some_and(|u| u.len() == 4),
+        "{best}"
+    );
+    // A query that loads something shows each result's fit, and no shortfall.
+    let (_, out) = run(&with(
+        &["search", "find files by glob pattern"],
+        &["--mode", "agent", "--explain"],
+    ));
+    assert!(!out.contains("nothing loaded"), "{out}");
+    assert!(out.contains("fits, covering"), "{out}");
+}
