@@ -313,7 +313,7 @@ impl SearchIndex {
                     for l in (2..=lexicon::CEDICT_MAX_CHARS.min(run.len() - i)).rev() {
                         s.clear();
                         s.extend(&run[i..i + l]);
-                        if lexicon::chinese(&s).is_some() {
+                        if lexicon::has_chinese(&s) {
                             len = l;
                             break;
                         }
