@@ -1,4 +1,4 @@
-//! The engine's performance budget, measured (README, "Performance").
+//! The engine's performance budget, measured (docs/performance.md).
 //!
 //! Run with `cargo bench --bench engine`; one benchmark with
 //! `cargo bench --bench engine -- decide/table/1000`. Every ID is stable so that
@@ -597,7 +597,7 @@ fn ran(id: &str) {
     }
 }
 
-/// Every bench ID with its budget (median, nanoseconds), in README order.
+/// Every bench ID with its budget (median, nanoseconds), in the order of docs/performance.md.
 const BUDGETS: [(&str, Option<f64>); 15] = [
     ("decide/table/1000", Some(50.0)),
     ("decide/unseen/1000", Some(5_000.0)),
@@ -653,7 +653,7 @@ fn human(ns: f64) -> String {
     }
 }
 
-/// The medians the README quotes, against the budget, after a `cargo bench`.
+/// The medians docs/performance.md quotes, against the budget, after a `cargo bench`.
 fn summary() {
     let args: Vec<String> = std::env::args().collect();
     if !args.iter().any(|a| a == "--bench") || args.iter().any(|a| a == "--list") {

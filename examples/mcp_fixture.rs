@@ -14,7 +14,8 @@
 //!   answers how many `tools/list` requests it has had, `flood` first writes
 //!   a line of `FIXTURE_FLOOD_MIB` MiB (default 64) of bytes that are not
 //!   JSON to standard output and then answers, `huge` answers with a text of
-//!   that size; any other echoes its arguments.
+//!   that size; any other echoes its arguments. A tool whose name starts
+//!   with `old` says in its description that it is deprecated.
 //! - `FIXTURE_EXTRA_TOOLS=N`: N more tools, `extra_0` to `extra_{N-1}`, after
 //!   those named; `FIXTURE_PAGE_SIZE=K`: the list in pages of K tools;
 //!   `FIXTURE_PAGES_CIRCLE=1`: every page's next cursor leads back to the first;
@@ -90,9 +91,14 @@ fn tool(name: &str, pad: &str) -> Tool {
         serde_json::Value::Object(o) => o,
         _ => Default::default(),
     };
+    let deprecated = if name.starts_with("old") {
+        " Deprecated: use echo instead."
+    } else {
+        ""
+    };
     Tool::new(
         name.to_string(),
-        format!("Tool {name} of the fixture. It does what its name says.{pad}"),
+        format!("Tool {name} of the fixture. It does what its name says.{deprecated}{pad}"),
         Arc::new(schema),
     )
 }

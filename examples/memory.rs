@@ -1,4 +1,4 @@
-//! What sessions cost in memory (README, "Performance").
+//! What sessions cost in memory (docs/performance.md, "Memory").
 //!
 //! `cargo run --release --example memory` builds one engine over a registry of
 //! 10,000 tools (grown from the fixture registries, see `benches/data/`) and a

@@ -243,6 +243,27 @@ pub fn check_mode(modes: &[String], mode: Option<&str>) -> Result<(), ContextErr
     })
 }
 
+/// The check of a context's flags: a flag no `when` block of the policy
+/// names changes nothing, so setting one is most likely a misspelling that
+/// would leave exposed what the intended flag hides. It is an error naming
+/// the closest flags the policy names, as an unknown mode is, unless the
+/// policy names no flag at all (as a policy without modes takes any mode).
+pub fn check_flags(named: &[String], flags: &BTreeSet<String>) -> Result<(), ContextError> {
+    if named.is_empty() {
+        return Ok(());
+    }
+    let Some(flag) = flags.iter().find(|f| !named.contains(f)) else {
+        return Ok(());
+    };
+    let list: Vec<String> = named.iter().map(|f| format!("`{f}`")).collect();
+    let help = crate::diag::did_you_mean(flag, named.iter().map(String::as_str))
+        .unwrap_or_else(|| format!("the policy's `when` blocks name {}", list.join(", ")));
+    Err(ContextError {
+        message: format!("no `when` block of the policy names the flag `{flag}`"),
+        help: Some(help),
+    })
+}
+
 /// The check of a context's runtime grants: each is a selector as a policy
 /// writes one, so a grant that could only be a slip (empty, white space at an
 /// end, `skill:` or `source:` with no pattern) is an error naming it, where

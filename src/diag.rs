@@ -306,7 +306,7 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
 }
 
 /// [`edit_distance`], or `None` as soon as it is known to exceed `limit`.
-fn distance_within(a: &str, b: &str, limit: usize) -> Option<usize> {
+pub(crate) fn distance_within(a: &str, b: &str, limit: usize) -> Option<usize> {
     if a.is_ascii() && b.is_ascii() {
         // Characters one has and the other lacks each need an edit: a cheap
         // lower bound that rules most candidates out before the table.

@@ -90,6 +90,61 @@ pub struct Explanation {
     /// the registry shows it (see [`note_plan`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_declared: Option<String>,
+    /// Rules whose pattern is a letter or two off the item's name: most
+    /// likely meant for it, and matching nothing.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub near_misses: Vec<NearMiss>,
+}
+
+/// A rule that names the item all but exactly.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct NearMiss {
+    #[serde(flatten)]
+    pub rule: RuleRef,
+    /// The selector that is a letter or two off, as written and where.
+    pub selector: Located,
+    /// Its scope and condition, in words.
+    pub scope: String,
+    /// Edits between the pattern and the item's name (case counts as one).
+    pub edits: usize,
+}
+
+/// How many edits apart a pattern may be from an item's name to count as
+/// a near miss: a typo, a swapped pair, a letter of the wrong case.
+const NEAR_MISS_EDITS: usize = 2;
+
+/// Rules with a wildcard-free selector of the item's kind whose pattern is
+/// within [`NEAR_MISS_EDITS`] of the item's name but not the name itself.
+fn near_misses(policy: &Policy, item: &ItemRef<'_>) -> Vec<NearMiss> {
+    let kind = match item.kind {
+        ItemKind::Tool => SelectorKind::Tool,
+        ItemKind::Skill => SelectorKind::Skill,
+    };
+    let mut out = Vec::new();
+    for rule in &policy.rules {
+        for sel in &rule.selectors {
+            if sel.kind != kind || sel.pattern.contains('*') || sel.pattern == item.name {
+                continue;
+            }
+            let len = |s: &str| s.chars().count();
+            if len(&sel.pattern).abs_diff(len(item.name)) > NEAR_MISS_EDITS {
+                continue;
+            }
+            let Some(edits) =
+                crate::diag::distance_within(&sel.pattern, item.name, NEAR_MISS_EDITS)
+            else {
+                continue;
+            };
+            out.push(NearMiss {
+                rule: rule_ref(policy, rule.span),
+                selector: located(policy, sel),
+                scope: place(&rule.scope, rule.when.as_ref()),
+                edits,
+            });
+            break;
+        }
+    }
+    out
 }
 
 /// Why a search tool decided active is not declared (SPEC 3.2).
@@ -317,6 +372,7 @@ pub fn explain(
         settings,
         change,
         not_declared: None,
+        near_misses: near_misses(policy, item),
     })
 }
 
@@ -381,7 +437,7 @@ mod tests {
         assert_eq!(
             e.change,
             [
-                "remove `NoDefer(Bash)` at line 3: it would then be deferred, by `Defer(*)` at line 2"
+                "remove `NoDefer(Bash)` at line 3 (in `mode agent`): it would then be deferred, by `Defer(*)` at line 2"
             ]
         );
     }
@@ -394,6 +450,58 @@ mod tests {
     }
 
     #[test]
+    fn suggestions_say_where_the_edit_goes() {
+        let src = "search tool_search\nDefer(*)\nmode work {\n}\nmode review {\n}\n";
+        assert_eq!(
+            changes(src, Context::mode("work"), ItemRef::tool("x")),
+            [
+                "add `NoDefer(x)` in `mode work` (this mode only) or at top level (every mode) to declare it from the start",
+                "add `Hide(x)` in `mode work` (this mode only) or at top level (every mode) to hide it"
+            ]
+        );
+        let src = "NoDefer(x)\nDefer(*)\nmode work {\n}\n";
+        assert_eq!(
+            changes(src, Context::mode("work"), ItemRef::tool("x")),
+            [
+                "remove `NoDefer(x)` at line 1 (at top level: every mode): it would then be deferred, by `Defer(*)` at line 2"
+            ]
+        );
+    }
+
+    #[test]
+    fn near_misses_are_rules_a_letter_or_two_off() {
+        let src = "search tool_search\nNoDefer(fs__read, fs__list_directroy)\nmode work {\n  Hide(FS__list_directory)\n}\nDefer(*)\nHide(fs__write)\n";
+        let p = Policy::parse("t.policy", src).unwrap();
+        let e = explain(
+            &p,
+            &Table::compile(&p),
+            &Context::mode("work"),
+            &ItemRef::tool("fs__list_directory"),
+        )
+        .unwrap();
+        assert_eq!(e.cause.kind, CauseKind::Defer);
+        let got: Vec<(usize, &str, usize)> = e
+            .near_misses
+            .iter()
+            .map(|m| (m.selector.line, m.selector.text.as_str(), m.edits))
+            .collect();
+        assert_eq!(
+            got,
+            [(2, "fs__list_directroy", 2), (4, "FS__list_directory", 2)]
+        );
+        assert_eq!(e.near_misses[1].scope, "mode work");
+        // An exact name, a wildcard or a name further off is no near miss.
+        let e = explain(
+            &p,
+            &Table::compile(&p),
+            &Context::mode("work"),
+            &ItemRef::tool("fs__read"),
+        )
+        .unwrap();
+        assert!(e.near_misses.is_empty(), "{:?}", e.near_misses);
+    }
+
+    #[test]
     fn suggestions_say_what_the_edit_would_really_do() {
         // Removing the NoDefer leaves the switch: the tool stays declared.
         assert_eq!(
@@ -403,7 +511,7 @@ mod tests {
                 ItemRef::tool("x")
             ),
             [
-                "remove `NoDefer(x)` at line 3: it would still be active, as `defer_loading = false` at line 2 defers nothing"
+                "remove `NoDefer(x)` at line 3 (at top level): it would still be active, as `defer_loading = false` at line 2 defers nothing"
             ]
         );
         assert_eq!(
@@ -412,7 +520,9 @@ mod tests {
                 Context::default().with_bot("r"),
                 ItemRef::tool("x")
             ),
-            ["add `x` to `Grant(y)` at line 2: it would then be active, as no rule defers it"]
+            [
+                "add `x` to `Grant(y)` at line 2 (in `bot r`): it would then be active, as no rule defers it"
+            ]
         );
         assert_eq!(
             changes(
@@ -421,7 +531,7 @@ mod tests {
                 ItemRef::tool("z")
             ),
             [
-                "remove `Hide(z)` at line 2: it would then be active, as no rule defers it",
+                "remove `Hide(z)` at line 2 (at top level, while `fast` is set): it would then be active, as no rule defers it",
                 "unset the flag `fast`: it would then be active, as no rule defers it"
             ]
         );

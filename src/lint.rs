@@ -50,6 +50,13 @@ pub struct Options<'a> {
     pub skills: Option<&'a SkillList>,
     /// With a registry: warn about a mode whose first turn declares more tokens.
     pub max_tokens: Option<u64>,
+    /// The front end adds the engine's own search tool where the registry
+    /// has none of its name, as `policy gateway` and the Node module do: the
+    /// first tool name a `search` statement gives (`tool_search` without
+    /// one) is then satisfied, not missing. A policy whose search tool is
+    /// `tool_search`, the engine's own name, is read this way whatever this
+    /// says.
+    pub engine_search: bool,
 }
 
 /// Every lint over a policy that loaded; `registry` and `skills` enable the
@@ -64,7 +71,7 @@ pub fn lint(
         &Options {
             registry,
             skills,
-            max_tokens: None,
+            ..Options::default()
         },
     )
 }
@@ -75,7 +82,9 @@ pub fn lint_with(policy: &Policy, options: &Options<'_>) -> Vec<Diagnostic> {
     literal_glob_chars(policy, &mut out);
     defer_on_skills(policy, &mut out);
     let repeated = redundant::check(policy, &mut out);
-    let world = world::World::new(policy, options.registry, options.skills);
+    let mut world = world::World::new(policy, options.registry, options.skills);
+    world.engine_search = crate::runtime::supplied_search_name(&world.table, options.engine_search)
+        .map(str::to_string);
     let guard_only = guards::check(&world, &mut out);
     let skip: Vec<bool> = repeated
         .iter()
@@ -91,6 +100,7 @@ pub fn lint_with(policy: &Policy, options: &Options<'_>) -> Vec<Diagnostic> {
             registry,
             options.skills,
             options.max_tokens,
+            options.engine_search,
             &mut out,
         );
     }

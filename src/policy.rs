@@ -164,6 +164,18 @@ impl fmt::Display for LoadErrors {
 impl std::error::Error for LoadErrors {}
 
 impl Policy {
+    /// The flags its `when` blocks name, sorted: the flags a context may set.
+    pub fn flags(&self) -> Vec<String> {
+        let named: BTreeSet<&str> = self
+            .rules
+            .iter()
+            .filter_map(|r| r.when.as_ref())
+            .chain(self.settings.iter().filter_map(|s| s.when.as_ref()))
+            .map(|c| c.flag.as_str())
+            .collect();
+        named.into_iter().map(str::to_string).collect()
+    }
+
     /// Parses and checks a policy; every error in the file is reported at once.
     pub fn parse(name: impl Into<String>, text: impl Into<String>) -> Result<Policy, LoadErrors> {
         let source = SourceFile::new(name, text);

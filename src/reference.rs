@@ -6,8 +6,8 @@
 
 use crate::ast::{Selector, SelectorKind};
 use crate::decision::{
-    CauseKind, Context, ContextError, Decision, Exposure, ItemKind, ItemRef, Origin, check_grants,
-    check_mode,
+    CauseKind, Context, ContextError, Decision, Exposure, ItemKind, ItemRef, Origin, check_flags,
+    check_grants, check_mode,
 };
 use crate::policy::{Policy, Rule, RuleKind, Scope};
 use crate::settings::{Key, Settings};
@@ -167,6 +167,7 @@ pub fn decide(
     item: &ItemRef<'_>,
 ) -> Result<Decision, ContextError> {
     check_mode(&policy.modes, ctx.mode.as_deref())?;
+    check_flags(&policy.flags(), &ctx.flags)?;
     check_grants(ctx.grants.as_deref())?;
     let decision = |exposure, cause, origin| Decision {
         exposure,

@@ -492,6 +492,9 @@ impl<'t> Lower<'t> {
                 "`*` is the only wildcard; quote the pattern to match the character literally: `\"a?b\"`",
             );
         }
+        if let Some(d) = misspelled_block(&text[base..], base) {
+            return d;
+        }
         let expected = describe_expected(&positives);
         let message = if expected.is_empty() {
             format!("unexpected {found}")
@@ -506,6 +509,37 @@ impl<'t> Lower<'t> {
         }
         d
     }
+}
+
+/// `mdoe review {`: an item that starts with a word close to a block
+/// keyword (`mode`, `bot`, `when`), another word and a `{` on its line gets
+/// the did-you-mean misspelled rule words get, where the parser would only
+/// say that it expected `(` or `=`.
+fn misspelled_block(item: &str, base: usize) -> Option<Diagnostic> {
+    let line = item.lines().next()?;
+    let word_len = line
+        .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
+        .unwrap_or(line.len());
+    let word = &line[..word_len];
+    let rest = line[word_len..].trim_end();
+    if word.is_empty() || !rest.starts_with(char::is_whitespace) || !rest.ends_with('{') {
+        return None;
+    }
+    let keywords = ["mode", "bot", "when"];
+    if keywords.contains(&word) {
+        return None;
+    }
+    let help = crate::diag::did_you_mean(word, keywords)?;
+    Some(
+        Diagnostic::new(
+            Code::Syntax,
+            Span::new(base, base + word_len),
+            format!("unknown block `{word}`"),
+        )
+        .with_help(format!(
+            "{help}; blocks are `mode NAME {{`, `bot NAME {{` and `when FLAG {{`"
+        )),
+    )
 }
 
 impl Lower<'_> {
@@ -867,6 +901,28 @@ bot reviewer {
         let d = parse("Defer(read?)\n").1;
         assert_eq!(d.len(), 1);
         assert!(d[0].help.as_deref().unwrap_or("").contains("only wildcard"));
+    }
+
+    #[test]
+    fn a_misspelled_block_keyword_gets_did_you_mean() {
+        for (src, word, meant) in [
+            ("mdoe review {\n  Defer(*)\n}\n", "mdoe", "mode"),
+            ("Defer(x)\nwehn readonly {\n  Hide(x)\n}\n", "wehn", "when"),
+            ("bto x {\n}\n", "bto", "bot"),
+        ] {
+            let (_, d) = parse(src);
+            assert_eq!(d.len(), 1, "{src:?}: {d:?}");
+            assert_eq!(d[0].message, format!("unknown block `{word}`"), "{src:?}");
+            assert_eq!(&src[d[0].span.start..d[0].span.end], word);
+            let help = d[0].help.as_deref().unwrap_or("");
+            assert!(
+                help.starts_with(&format!("did you mean `{meant}`")),
+                "{help}"
+            );
+        }
+        // A word far from every keyword keeps the parser's own message.
+        let (_, d) = parse("review x {\n}\n");
+        assert!(d[0].message.starts_with("expected"), "{:?}", d[0]);
     }
 
     #[test]

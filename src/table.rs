@@ -12,8 +12,8 @@ use std::collections::HashMap;
 
 use crate::ast::SelectorKind;
 use crate::decision::{
-    CauseKind, Context, ContextError, Decision, Exposure, ItemKind, ItemRef, Origin, check_grants,
-    check_mode, split_selector,
+    CauseKind, Context, ContextError, Decision, Exposure, ItemKind, ItemRef, Origin, check_flags,
+    check_grants, check_mode, split_selector,
 };
 use crate::pattern::{Pattern, PatternSet};
 use crate::policy::{Condition, Policy, RuleKind, Scope};
@@ -58,6 +58,8 @@ pub struct Table {
     /// make resolving as slow as the policy is long.
     grants: Vec<u32>,
     modes: Vec<String>,
+    /// The flags the policy's `when` blocks name.
+    flags: Vec<String>,
     /// Guard and search selectors in policy order, for the plan's declared order.
     guards: Vec<(SelectorKind, Pattern)>,
     searches: Vec<(SelectorKind, Pattern)>,
@@ -196,6 +198,7 @@ impl Table {
             settings,
             grants,
             modes: policy.modes.clone(),
+            flags: policy.flags(),
             guards,
             searches,
         }
@@ -209,6 +212,7 @@ impl Table {
     /// Resolves a context once; every decision in it then uses the result.
     pub fn resolve(&self, ctx: &Context) -> Result<Resolved, ContextError> {
         check_mode(&self.modes, ctx.mode.as_deref())?;
+        check_flags(&self.flags, &ctx.flags)?;
         check_grants(ctx.grants.as_deref())?;
         let applicable: Vec<bool> = self
             .sections

@@ -1,4 +1,4 @@
-//! The memory budget of a session (README, "Performance"), checked exactly:
+//! The memory budget of a session (docs/performance.md, "Memory"), checked exactly:
 //! a session without activations takes at most 1 KiB, inline and on the heap,
 //! plus at most 16 bytes per activated tool.
 //!

@@ -19,17 +19,22 @@
 // - compaction (`session_compact`): the evidence before it leaves the chat;
 // - the chat's state (context and evidence) is saved in pi's session as a
 //   custom entry whenever it changes, and a resumed, forked or reloaded pi
-//   session resumes it (`engine.resume`), so activations survive restarts.
+//   session resumes its mode and evidence (`engine.resume`), so activations
+//   survive restarts; the rest of the context is the extension's own, never
+//   the entry's;
+// - a policy the user named that cannot be read, or a `.pi/tools.policy`
+//   this pi session used and that is gone, declares nothing and blocks every
+//   call: the fallbacks apply only when nothing was named.
 
 import { createRequire } from 'node:module';
-import { existsSync, readFileSync } from 'node:fs';
+import { lstatSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { policyFromLazyTools } from './convert.js';
 
 const require = createRequire(import.meta.url);
-const { Engine } = require('@toolpolicy/node');
+const { Engine, readInput } = require('@toolpolicy/node');
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -47,34 +52,138 @@ export function sourceOf(tool) {
   return tool.sourceInfo?.source ?? 'extension';
 }
 
-/**
- * The policy text and its file name: `options.policy` (text), then
- * `options.policyPath`, `PI_TOOLS_POLICY`, `.pi/tools.policy`, then a
- * pi-lazy-tools settings file (`.pi/lazy-tools.json`) converted, then the
- * bundled example.
- */
-export function readPolicy(cwd, options = {}) {
-  if (typeof options.policy === 'string') return { text: options.policy, file: 'policy' };
-  const path = options.policyPath ?? process.env.PI_TOOLS_POLICY ?? join(cwd, '.pi', 'tools.policy');
-  if (existsSync(path)) return { text: readFileSync(path, 'utf8'), file: path };
-  const lazy = join(cwd, '.pi', 'lazy-tools.json');
-  if (existsSync(lazy)) {
-    return { text: policyFromLazyTools(JSON.parse(readFileSync(lazy, 'utf8'))), file: lazy };
+/** The project's own policy, in pi's working folder. */
+export const PROJECT_POLICY = join('.pi', 'tools.policy');
+
+/** pi-lazy-tools' settings, converted when there is no policy. */
+export const LAZY_TOOLS = join('.pi', 'lazy-tools.json');
+
+/** Whether anything is at `path`, a broken link included (an unmounted folder). */
+const present = (path) => lstatSync(path, { throwIfNoEntry: false }) !== undefined;
+
+/** The text of a file the user named for `what`; throws, naming both, when it cannot be read. */
+function readNamed(path, what) {
+  if (!present(path)) throw new Error(`the policy \`${path}\` (from ${what}) does not exist`);
+  try {
+    return readInput(path);
+  } catch (e) {
+    throw new Error(`${e.message} (the policy from ${what})`);
   }
-  return { text: readFileSync(BUNDLED_POLICY, 'utf8'), file: BUNDLED_POLICY };
+}
+
+/**
+ * The policy text, its file name and, when nothing was configured, which
+ * file the fallback chose and why (`fallback`, a sentence for a notice).
+ *
+ * A policy the user names is the one used, or none: `options.policy` (text),
+ * else `options.policyPath`, else `PI_TOOLS_POLICY`. A named file that
+ * cannot be read throws, naming it, and the extension fails closed: a typo or
+ * an unmounted folder must not put a policy that hides less in its place.
+ *
+ * Only when nothing is named: `.pi/tools.policy`, else a pi-lazy-tools
+ * `.pi/lazy-tools.json` (converted), else the bundled example. A pi session
+ * that has used `.pi/tools.policy` once (`projectPolicyUsed`) keeps to it:
+ * if it is gone at a later `/reload` or resume, that throws too.
+ */
+export function readPolicy(cwd, options = {}, { projectPolicyUsed = false } = {}) {
+  if (options.policy !== undefined) {
+    if (typeof options.policy !== 'string') throw new Error('the `policy` option must be policy text');
+    return { text: options.policy, file: 'policy', fallback: null };
+  }
+  const named = [
+    ['the `policyPath` option', options.policyPath],
+    ['`PI_TOOLS_POLICY`', process.env.PI_TOOLS_POLICY],
+  ].find(([, path]) => path !== undefined && path !== null);
+  if (named) {
+    const [what, path] = named;
+    if (typeof path !== 'string' || path === '') throw new Error(`${what} names no file`);
+    return { text: readNamed(path, what), file: path, fallback: null };
+  }
+  const project = join(cwd, PROJECT_POLICY);
+  if (present(project)) {
+    return { text: readNamed(project, `\`${PROJECT_POLICY}\``), file: project, fallback: `policy \`${project}\``, project: true };
+  }
+  if (projectPolicyUsed) {
+    throw new Error(
+      `\`${project}\` is gone: this pi session used it, so no other policy takes its place ` +
+        '(restore it, or name a policy with `PI_TOOLS_POLICY`, then `/reload`)',
+    );
+  }
+  const lazy = join(cwd, LAZY_TOOLS);
+  if (present(lazy)) {
+    const text = readNamed(lazy, `\`${LAZY_TOOLS}\``);
+    let settings;
+    try {
+      settings = JSON.parse(text);
+    } catch (e) {
+      throw new Error(`\`${lazy}\` is not valid JSON: ${e.message}`);
+    }
+    return {
+      text: policyFromLazyTools(settings),
+      file: lazy,
+      fallback: `no \`${PROJECT_POLICY}\`: policy converted from the pi-lazy-tools settings \`${lazy}\``,
+    };
+  }
+  return {
+    text: readInput(BUNDLED_POLICY),
+    file: BUNDLED_POLICY,
+    fallback: `no \`${PROJECT_POLICY}\`, \`${LAZY_TOOLS}\` or \`PI_TOOLS_POLICY\`: the bundled example policy \`${BUNDLED_POLICY}\``,
+  };
 }
 
 /** The custom entry type the chat's state is saved under. */
 export const STATE_ENTRY = 'toolpolicy';
 
-/** The last state saved on the session's current branch, if any. */
-function savedState(ctx) {
-  const entries = ctx?.sessionManager?.getBranch?.() ?? ctx?.sessionManager?.getEntries?.() ?? [];
+/** The custom entry that marks a pi session as using `.pi/tools.policy`. */
+export const POLICY_ENTRY = 'toolpolicy-policy';
+
+/** The entries of the session's current branch. */
+function branch(ctx) {
+  return ctx?.sessionManager?.getBranch?.() ?? ctx?.sessionManager?.getEntries?.() ?? [];
+}
+
+/** The last state saved on the branch, if any. */
+function savedState(entries) {
   for (let i = entries.length - 1; i >= 0; i--) {
     const e = entries[i];
     if (e?.type === 'custom' && e.customType === STATE_ENTRY && e.data) return e.data;
   }
   return null;
+}
+
+/**
+ * What a saved state resumes: its evidence and its mode (which `/tools-mode`
+ * sets), in the context this extension builds itself, with no bot, flags or
+ * grants. The entry is a file that anyone may edit (the model's own `write`
+ * and `bash` tools among them), so nothing else is taken from it: `ignored`
+ * names what was there. `mode` is the configured one, for a state that has
+ * none.
+ */
+export function resumable(data, mode) {
+  const ignored = [];
+  const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
+  if (!isObject(data)) return { state: null, ignored: ['the entry, which is not an object'] };
+  for (const key of Object.keys(data)) {
+    if (key !== 'context' && key !== 'evidence') ignored.push(`\`${key}\``);
+  }
+  let savedMode = null;
+  if (isObject(data.context)) {
+    for (const [key, value] of Object.entries(data.context)) {
+      if (key === 'mode') continue;
+      // What the extension itself saves: no bot, no flags, no grants.
+      const unset = value === null || value === undefined || (key === 'flags' && Array.isArray(value) && value.length === 0);
+      if (!unset) ignored.push(`\`context.${key}\``);
+    }
+    if (typeof data.context.mode === 'string') savedMode = data.context.mode;
+    else if (data.context.mode != null) ignored.push('`context.mode`');
+  } else if (data.context !== undefined) {
+    ignored.push('`context`');
+  }
+  const evidence = Array.isArray(data.evidence) ? data.evidence.filter((n) => typeof n === 'string') : [];
+  if (data.evidence !== undefined && (!Array.isArray(data.evidence) || evidence.length !== data.evidence.length)) {
+    ignored.push('`evidence` that is not a list of names');
+  }
+  return { state: { context: { mode: savedMode ?? mode ?? null }, evidence }, ignored };
 }
 
 /**
@@ -109,16 +218,31 @@ export function createExtension(options = {}) {
     const searchName = () => chat.plan().searchTool;
 
     function start(ctx) {
-      const { text, file } = readPolicy(ctx?.cwd ?? process.cwd(), options);
+      const entries = branch(ctx);
+      const marked = entries.some((e) => e?.type === 'custom' && e.customType === POLICY_ENTRY);
+      const policy = readPolicy(ctx?.cwd ?? process.cwd(), options, { projectPolicyUsed: marked });
+      if (policy.fallback) ctx?.ui?.notify?.(`toolpolicy: ${policy.fallback}`, 'info');
+      // From now on this session keeps to `.pi/tools.policy` (see readPolicy).
+      if (policy.project && !marked) pi.appendEntry(POLICY_ENTRY, { file: PROJECT_POLICY });
       let tools = registryTools();
-      engine = new Engine(text, tools, { file });
+      engine = new Engine(policy.text, tools, { file: policy.file });
       const mode = options.mode ?? process.env.PI_TOOLS_MODE ?? engine.modes[0];
-      const state = savedState(ctx);
+      const data = savedState(entries);
       chat = null;
-      if (state) {
+      saved = '';
+      if (data) {
+        const { state, ignored } = resumable(data, mode);
+        if (ignored.length > 0) {
+          ctx?.ui?.notify?.(
+            `toolpolicy: ignored in the saved chat state: ${ignored.join(', ')} (only its mode and evidence are resumed)`,
+            'warning',
+          );
+        }
         try {
-          chat = engine.resume(state);
-          saved = JSON.stringify(state);
+          if (state) chat = engine.resume(state);
+          saved = JSON.stringify(chat?.state() ?? null);
+          // The state is saved again without what was ignored.
+          if (ignored.length > 0) saved = '';
         } catch (e) {
           // A mode the edited policy no longer declares: start afresh.
           ctx?.ui?.notify?.(`toolpolicy: ${e.message}; starting a new chat state`, 'warning');
@@ -135,6 +259,7 @@ export function createExtension(options = {}) {
       known = tools.map((t) => t.name).join('\n');
       active = '';
       sync();
+      if (data && saved === '') save();
     }
 
     /** Registers (or updates) the engine's search tool as pi sees it. */

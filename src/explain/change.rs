@@ -5,7 +5,7 @@
 
 use crate::ast::{Selector, SelectorKind, Span};
 use crate::decision::{CauseKind, Context, Decision, ItemKind, ItemRef, Origin};
-use crate::policy::{Policy, Rule, RuleKind, Scope};
+use crate::policy::{Condition, Policy, Rule, RuleKind, Scope};
 use crate::reference::applies;
 use crate::table::Table;
 
@@ -23,6 +23,42 @@ fn line(policy: &Policy, span: Span) -> usize {
 
 fn at(policy: &Policy, span: Span) -> String {
     format!("`{}` at line {}", policy.text_of(span), line(policy, span))
+}
+
+/// Where a rule counts, for a suggestion that edits it: "in `mode work`",
+/// or "at top level: every mode".
+fn scope_of(policy: &Policy, scope: &Scope, when: Option<&Condition>) -> String {
+    let mut s = match scope {
+        Scope::Top if policy.modes.is_empty() => "at top level".to_string(),
+        Scope::Top => "at top level: every mode".to_string(),
+        Scope::Mode(m) => format!("in `mode {m}`"),
+        Scope::AnyBot => "in `bot *`".to_string(),
+        Scope::Bot(b) => format!("in `bot {b}`"),
+    };
+    if let Some(c) = when {
+        let state = if c.negated { "not set" } else { "set" };
+        s += &format!(", while `{}` is {state}", c.flag);
+    }
+    s
+}
+
+/// `at line 3 (in `mode work`)`: a rule to edit, and where it counts.
+fn at_scoped(policy: &Policy, rule: &Rule) -> String {
+    format!(
+        "{} ({})",
+        at(policy, rule.span),
+        scope_of(policy, &rule.scope, rule.when.as_ref())
+    )
+}
+
+/// Where a rule to add could go: the context's mode alone, or every mode.
+fn add_where(policy: &Policy, ctx: &Context) -> String {
+    match &ctx.mode {
+        Some(m) if !policy.modes.is_empty() => {
+            format!("in `mode {m}` (this mode only) or at top level (every mode)")
+        }
+        _ => "at top level".to_string(),
+    }
 }
 
 /// A selector that picks exactly this item by name.
@@ -70,9 +106,9 @@ fn without(policy: &Policy, rules: &[usize], item: &ItemRef<'_>) -> (Policy, Str
             .filter(|s| matching_selector(&single(rule, s), item).is_some())
             .collect();
         words.push(if hits.len() == rule.selectors.len() {
-            format!("remove {}", at(policy, rule.span))
+            format!("remove {}", at_scoped(policy, rule))
         } else if hits.iter().all(|s| !s.pattern.contains('*')) {
-            format!("remove `{name}` from {}", at(policy, rule.span))
+            format!("remove `{name}` from {}", at_scoped(policy, rule))
         } else {
             let sel: Vec<String> = hits
                 .iter()
@@ -81,7 +117,7 @@ fn without(policy: &Policy, rules: &[usize], item: &ItemRef<'_>) -> (Policy, Str
             format!(
                 "narrow {} in {} so it leaves out `{name}`",
                 sel.join(", "),
-                at(policy, rule.span)
+                at_scoped(policy, rule)
             )
         });
     }
@@ -167,7 +203,7 @@ fn grant_everywhere(
                 words.push(format!(
                     "add `{}` to {}",
                     item_selector(item),
-                    at(policy, rule.span)
+                    at_scoped(policy, rule)
                 ));
                 rule.selectors.push(sel.clone());
             }
@@ -214,32 +250,39 @@ pub(super) fn suggestions(
                 let mut copy = policy.clone();
                 copy.settings.remove(i as usize);
                 if let Some(after) = decide(&copy, ctx, item) {
+                    let setting = &policy.settings[i as usize];
                     out.push(format!(
-                        "remove {}: {}",
-                        at(policy, policy.settings[i as usize].span),
+                        "remove {} ({}): {}",
+                        at(policy, setting.span),
+                        scope_of(policy, &setting.scope, setting.when.as_ref()),
                         then(&copy, d, &after, item.kind)
                     ));
                 }
             }
         }
         CauseKind::Defer | CauseKind::Hint => {
+            let there = add_where(policy, ctx);
             out.push(format!(
-                "add `NoDefer({name})` to declare it from the start"
+                "add `NoDefer({name})` {there} to declare it from the start"
             ));
-            out.push(format!("add `Hide({name})` to hide it"));
+            out.push(format!("add `Hide({name})` {there} to hide it"));
         }
         CauseKind::Default if item.kind == ItemKind::Tool => {
+            let there = add_where(policy, ctx);
             let search = policy.rules.iter().any(|r| r.kind == RuleKind::Search);
             out.push(if search {
-                format!("add `Defer({name})` to defer it")
+                format!("add `Defer({name})` {there} to defer it")
             } else {
                 format!(
-                    "add `Defer({name})` to defer it, and a `search` tool so the model can find it"
+                    "add `Defer({name})` {there} to defer it, and a `search` tool so the model can find it"
                 )
             });
-            out.push(format!("add `Hide({name})` to hide it"));
+            out.push(format!("add `Hide({name})` {there} to hide it"));
         }
-        CauseKind::Default => out.push(format!("add `Hide({name})` to hide it")),
+        CauseKind::Default => {
+            let there = add_where(policy, ctx);
+            out.push(format!("add `Hide({name})` {there} to hide it"))
+        }
         CauseKind::ModelInvocable => {
             out.push("the skill list marks it `model_invocable: false`; no rule can list it".into())
         }

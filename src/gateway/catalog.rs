@@ -134,6 +134,24 @@ pub fn to_mcp(tool: &Tool) -> Value {
     Value::Object(out)
 }
 
+/// A registry as the file the other commands read with `--registry`: an
+/// object with a `tools` array of MCP tool entries, each with its `source`,
+/// in registry order. Reading it back gives the same registry.
+pub fn to_document(registry: &Registry) -> Value {
+    let tools: Vec<Value> = registry
+        .tools()
+        .iter()
+        .map(|t| {
+            let mut entry = to_mcp(t);
+            if let (Value::Object(map), Some(source)) = (&mut entry, &t.source) {
+                map.insert("source".into(), Value::String(source.clone()));
+            }
+            entry
+        })
+        .collect();
+    json!({ "tools": tools })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,5 +188,19 @@ mod tests {
         assert_eq!(c.warnings.len(), 2, "{:?}", c.warnings);
         assert!(c.warnings[0].starts_with("server `zeta`: tool `bad"));
         assert!(c.warnings[1].contains("listed twice"));
+    }
+
+    #[test]
+    fn the_written_registry_reads_back_the_same() {
+        let listed = [
+            json!({"name": "read", "title": "Read", "description": "Read a file.",
+                   "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}},
+                   "annotations": {"readOnlyHint": true}}),
+            json!({"name": "bare"}),
+        ];
+        let c = build([("fs", &listed[..])]);
+        let text = serde_json::to_string(&to_document(&c.registry)).unwrap();
+        let back = Registry::from_json(&text).unwrap();
+        assert_eq!(back.tools(), c.registry.tools());
     }
 }

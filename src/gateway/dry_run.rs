@@ -1,11 +1,15 @@
 //! `policy gateway --dry-run`: what a client would be served, measured. The
-//! children are started, each server's tool count (or failure) is reported,
-//! and the first turn's list with its meter tokens is set against declaring
-//! every tool the policy does not hide.
+//! context it ran in is said, the children are started, each server's tool
+//! count (or failure) is reported, the hidden tools are named, and the first
+//! turn's list with its meter tokens is set against declaring every tool
+//! the policy does not hide and against no policy, as `policy measure`
+//! counts them.
 
 use serde::Serialize;
 
-use crate::runtime::Delivery;
+use crate::Context;
+use crate::registry::Tool;
+use crate::runtime::{Delivery, FirstTurn, TOKENS_NOTE};
 
 use super::servers::ServerSpec;
 use super::{Exposure, Gateway, StartReport};
@@ -35,28 +39,40 @@ impl ServerReport {
     }
 }
 
-/// The meter of the first turn's list.
-#[derive(Debug, Serialize)]
-pub struct ListTokens {
-    /// The listed tools, the engine's own included.
-    pub listed: u64,
-    /// Every tool the policy does not hide, declared.
-    pub all_declared: u64,
-}
-
 /// The whole report, also the `--format json` document.
 #[derive(Debug, Serialize)]
 pub struct Report {
     pub servers: Vec<ServerReport>,
     pub exposure: &'static str,
+    /// The context every connection runs in: mode, Bot, flags, grants.
+    pub context: Context,
     /// The names `tools/list` gives on the first turn.
     pub listed: Vec<String>,
     pub deferred: usize,
     pub hidden: usize,
+    /// The hidden tools' names, in registry order.
+    pub hidden_tools: Vec<String>,
+    /// Listed tools whose title or description says they are deprecated.
+    pub deprecated: Vec<String>,
     pub catalog: String,
-    pub tokens: ListTokens,
+    /// The first turn's tokens, as `policy measure` counts them.
+    pub tokens: FirstTurn,
+    /// What the token figures are.
+    pub note: &'static str,
     /// Whether a server failed to start (exit code 1).
     pub failed: bool,
+}
+
+/// Whether a tool's title or description says it is deprecated.
+pub fn says_deprecated(tool: &Tool) -> bool {
+    let title = tool
+        .extra
+        .get("title")
+        .and_then(|t| t.as_str())
+        .unwrap_or("");
+    [title, tool.description.as_str()]
+        .iter()
+        .any(|text| text.to_lowercase().contains("deprecated"))
 }
 
 /// Builds the report of a started gateway.
@@ -76,28 +92,55 @@ pub fn report(gateway: &Gateway, started: &StartReport) -> Result<Report, String
         Exposure::Call => ("call", Delivery::CallThrough(&gateway.options.call_tool)),
         Exposure::ListChanged => ("list-changed", Delivery::Declared),
     };
+    let list = plan.tool_list(delivery);
     Ok(Report {
         failed: servers.iter().any(|s| s.error.is_some()),
         servers,
         exposure,
-        listed: plan
-            .tool_list(delivery)
-            .iter()
-            .map(|t| t.name.clone())
-            .collect(),
+        context: gateway.options.context.clone(),
+        listed: list.iter().map(|t| t.name.clone()).collect(),
         deferred: plan.deferred_len(),
         hidden: plan.hidden().count(),
+        hidden_tools: plan.hidden().map(|t| t.name.clone()).collect(),
+        deprecated: plan
+            .declared()
+            .filter(|t| says_deprecated(t))
+            .map(|t| t.name.clone())
+            .collect(),
         catalog: plan.catalog().to_string(),
-        tokens: ListTokens {
-            listed: plan.tool_list_tokens(delivery),
-            all_declared: plan.tokens().all_declared,
-        },
+        tokens: plan.first_turn(Some(delivery)),
+        note: TOKENS_NOTE,
     })
+}
+
+/// `mode `work`, flags `readonly`, no grants`: the context in words.
+fn context_words(c: &Context) -> String {
+    let quoted = |v: &mut dyn Iterator<Item = &String>| {
+        v.map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", ")
+    };
+    let mut parts = vec![match &c.mode {
+        Some(m) => format!("mode `{m}`"),
+        None => "no mode".to_string(),
+    }];
+    if let Some(b) = &c.bot {
+        parts.push(format!("bot `{b}`"));
+    }
+    parts.push(if c.flags.is_empty() {
+        "no flags".to_string()
+    } else {
+        format!("flags {}", quoted(&mut c.flags.iter()))
+    });
+    parts.push(match &c.grants {
+        None => "no runtime grants".to_string(),
+        Some(g) if g.is_empty() => "runtime grants: none (nothing granted)".to_string(),
+        Some(g) => format!("runtime grants {}", quoted(&mut g.iter())),
+    });
+    parts.join(", ")
 }
 
 /// The report for people.
 pub fn human(r: &Report) -> String {
-    let mut out = String::from("servers:\n");
+    let mut out = format!("context: {}\n\nservers:\n", context_words(&r.context));
     for s in &r.servers {
         let name = match &s.remote {
             Some(origin) => format!("{} (remote, {origin})", s.name),
@@ -119,18 +162,24 @@ pub fn human(r: &Report) -> String {
             r.listed.join(", ")
         }
     );
-    out += &format!("deferred: {}\nhidden: {}\n", r.deferred, r.hidden);
+    out += &format!("deferred: {}\n", r.deferred);
+    out += &format!(
+        "hidden ({}):\n  {}\n",
+        r.hidden,
+        if r.hidden_tools.is_empty() {
+            "(none)".to_string()
+        } else {
+            r.hidden_tools.join(", ")
+        }
+    );
+    for name in &r.deprecated {
+        out += &format!(
+            "note: `{name}` is listed, and its title or description says it is deprecated\n"
+        );
+    }
     if !r.catalog.is_empty() {
         out += &format!("\n{}\n", r.catalog);
     }
-    let saved = if r.tokens.all_declared == 0 {
-        0.0
-    } else {
-        100.0 * (1.0 - r.tokens.listed as f64 / r.tokens.all_declared as f64)
-    };
-    out += &format!(
-        "\ntokens: {} listed against {} with every tool declared ({saved:.1}% saved)\n",
-        r.tokens.listed, r.tokens.all_declared
-    );
+    out += &format!("\ntokens: {}\n({})\n", r.tokens.human(), r.note);
     out
 }

@@ -88,6 +88,9 @@ pub struct Gateway {
     /// Bumped at every policy or registry reload; connections watch it to
     /// refresh their list and tell their client.
     generation: watch::Sender<u64>,
+    /// The last lint findings written, so that a re-listing that changes
+    /// nothing they say does not repeat them.
+    last_lints: Arc<Mutex<String>>,
 }
 
 /// Each child's start result, in servers-file order.
@@ -105,38 +108,18 @@ impl Gateway {
         policy: Policy,
         servers: Vec<ServerSpec>,
     ) -> (Arc<Gateway>, StartReport, mpsc::UnboundedReceiver<Event>) {
-        let (events, events_rx) = mpsc::unbounded_channel();
-        let children: Vec<Arc<Child>> = servers
-            .into_iter()
-            .enumerate()
-            .map(|(i, spec)| Child::new(spec, i, options.start_timeout, events.clone()))
-            .collect();
-        let mut started = tokio::task::JoinSet::new();
-        for (i, child) in children.iter().enumerate() {
-            let child = Arc::clone(child);
-            started.spawn(async move { (i, child.start().await) });
-        }
-        let mut tools = vec![Vec::new(); children.len()];
-        let mut report: StartReport = vec![Err("not started".into()); children.len()];
-        while let Some(joined) = started.join_next().await {
-            if let Ok((i, result)) = joined {
-                report[i] = result.map(|t| {
-                    let n = t.len();
-                    tools[i] = t;
-                    n
-                });
-            }
-        }
+        let started = Started::start(servers, options.start_timeout).await;
         let gateway = Arc::new(Gateway {
             options,
             engine: Engine::new(policy, Default::default(), SkillList::default()),
-            children,
-            tools: Mutex::new(tools),
+            children: started.children,
+            tools: Mutex::new(started.tools),
             routes: RwLock::new(Arc::default()),
             generation: watch::channel(0).0,
+            last_lints: Arc::default(),
         });
         gateway.rebuild();
-        (gateway, report, events_rx)
+        (gateway, started.report, started.events)
     }
 
     /// Rebuilds the registry from the children's last tool lists and hands
@@ -159,6 +142,40 @@ impl Gateway {
         self.engine.set_registry(built.registry);
         *self.routes.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(built.routes);
         self.bump();
+    }
+
+    /// Writes the policy's lints against the live registry to standard
+    /// error (what `policy check --registry` finds, the engine's own search
+    /// tool counted as supplied), and a closing line that says how many, or
+    /// that there are none. With `again` false, findings the same as the
+    /// last written are not repeated. The lints run on a blocking thread of
+    /// their own, so that a registry of thousands of tools never holds up
+    /// serving; the dry run waits for the returned task.
+    pub fn lint(&self, again: bool) -> tokio::task::JoinHandle<()> {
+        let snap = self.engine.snapshot();
+        // A server that is down lists nothing: rules naming its tools then
+        // match nothing, for now.
+        let empty: Vec<String> = {
+            let tools = lock(&self.tools);
+            self.children
+                .iter()
+                .zip(tools.iter())
+                .filter(|(_, t)| t.is_empty())
+                .map(|(c, _)| format!("`{}`", c.name()))
+                .collect()
+        };
+        let last = Arc::clone(&self.last_lints);
+        tokio::task::spawn_blocking(move || {
+            let text = lint_text(&snap, &empty);
+            let mut last = lock(&last);
+            if !again && *last == text {
+                return;
+            }
+            for line in text.lines() {
+                log!("{line}");
+            }
+            *last = text;
+        })
     }
 
     /// Tells every connection that the policy or the registry changed.
@@ -190,6 +207,7 @@ impl Gateway {
                     *slot = listed;
                 }
                 self.rebuild();
+                drop(self.lint(false));
             }
             Err(e) => log!("warning: {e}"),
         }
@@ -226,11 +244,109 @@ impl Gateway {
 
     /// Stops every child, side by side, and waits until they have stopped.
     pub async fn stop(&self) {
-        let mut stopping = tokio::task::JoinSet::new();
-        for child in &self.children {
-            let child = Arc::clone(child);
-            stopping.spawn(async move { child.stop().await });
-        }
-        while stopping.join_next().await.is_some() {}
+        stop_all(&self.children).await;
     }
+}
+
+/// The lints of a snapshot's policy against its registry, one line each,
+/// and the closing line; `empty` names the servers that list no tools.
+fn lint_text(snap: &crate::runtime::Snapshot, empty: &[String]) -> String {
+    let policy = snap.policy();
+    let registry = snap.registry();
+    let diags = crate::lint::lint_with(
+        policy,
+        &crate::lint::Options {
+            registry: Some(registry),
+            engine_search: true,
+            ..Default::default()
+        },
+    );
+    let found = crate::render::plain(&policy.source, &diags);
+    let name = crate::chars::escape(&policy.source.name).into_owned();
+    let tools = registry.len();
+    let counted = match diags.len() {
+        0 => "none".to_string(),
+        1 => "1 warning".to_string(),
+        n => format!("{n} warnings"),
+    };
+    let mut summary =
+        format!("note: lints of `{name}` against the servers' {tools} tools: {counted}");
+    if !empty.is_empty() && !diags.is_empty() {
+        summary += &format!(
+            " (no tools listed by {}: rules naming theirs match nothing until they are)",
+            empty.join(", ")
+        );
+    }
+    format!("{found}{summary}")
+}
+
+/// The servers of a servers file, started: what the gateway serves from, and
+/// what `policy registry` writes out.
+pub struct Started {
+    pub children: Vec<Arc<Child>>,
+    /// Each child's tool list, in servers-file order (empty for a child
+    /// that did not start).
+    pub tools: Vec<Vec<Value>>,
+    pub report: StartReport,
+    pub events: mpsc::UnboundedReceiver<Event>,
+}
+
+impl Started {
+    /// Starts every server at once, each within `timeout`.
+    pub async fn start(servers: Vec<ServerSpec>, timeout: Duration) -> Started {
+        let (events, events_rx) = mpsc::unbounded_channel();
+        let children: Vec<Arc<Child>> = servers
+            .into_iter()
+            .enumerate()
+            .map(|(i, spec)| Child::new(spec, i, timeout, events.clone()))
+            .collect();
+        let mut started = tokio::task::JoinSet::new();
+        for (i, child) in children.iter().enumerate() {
+            let child = Arc::clone(child);
+            started.spawn(async move { (i, child.start().await) });
+        }
+        let mut tools = vec![Vec::new(); children.len()];
+        let mut report: StartReport = vec![Err("not started".into()); children.len()];
+        while let Some(joined) = started.join_next().await {
+            if let Ok((i, result)) = joined {
+                report[i] = result.map(|t| {
+                    let n = t.len();
+                    tools[i] = t;
+                    n
+                });
+            }
+        }
+        Started {
+            children,
+            tools,
+            report,
+            events: events_rx,
+        }
+    }
+
+    /// The joined registry the gateway would serve, as [`catalog::build`]
+    /// makes it.
+    pub fn catalog(&self) -> catalog::Catalog {
+        catalog::build(
+            self.children
+                .iter()
+                .zip(&self.tools)
+                .map(|(c, t)| (c.name(), t.as_slice())),
+        )
+    }
+
+    /// Stops every child, as [`Gateway::stop`] does.
+    pub async fn stop(&self) {
+        stop_all(&self.children).await;
+    }
+}
+
+/// Stops the children side by side and waits until they have stopped.
+async fn stop_all(children: &[Arc<Child>]) {
+    let mut stopping = tokio::task::JoinSet::new();
+    for child in children {
+        let child = Arc::clone(child);
+        stopping.spawn(async move { child.stop().await });
+    }
+    while stopping.join_next().await.is_some() {}
 }

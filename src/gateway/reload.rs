@@ -49,6 +49,7 @@ pub fn reload(gateway: &Gateway) -> bool {
         return false;
     }
     log!("note: reloaded `{shown}`");
+    drop(gateway.lint(true));
     gateway.bump();
     true
 }

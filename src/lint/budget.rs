@@ -7,7 +7,7 @@ use crate::decision::Context;
 use crate::diag::{Code, Diagnostic};
 use crate::policy::{Policy, RuleKind};
 use crate::registry::{Registry, SkillList};
-use crate::runtime::{Engine, Plan};
+use crate::runtime::{DEFAULT_CALL_TOOL, Delivery, Engine, Plan, supplied_search_name};
 
 /// Where each mode's block starts, for pointing at it.
 fn mode_spans(policy: &Policy) -> Vec<(String, Span)> {
@@ -47,6 +47,7 @@ pub fn check(
     registry: &Registry,
     skills: Option<&SkillList>,
     max_tokens: Option<u64>,
+    engine_search: bool,
     out: &mut Vec<Diagnostic>,
 ) {
     let engine = Engine::new(
@@ -55,6 +56,14 @@ pub fn check(
         skills.cloned().unwrap_or_default(),
     );
     let spans = mode_spans(policy);
+    // Counted as `policy measure` and the gateway's dry run count: with the
+    // engine's own tools, in the gateway's default delivery, where the
+    // engine supplies them.
+    let supplied = {
+        let snap = engine.snapshot();
+        supplied_search_name(snap.table(), engine_search).is_some()
+    };
+    let own = supplied.then_some(Delivery::CallThrough(DEFAULT_CALL_TOOL));
     // Without modes, point at the first `Defer` (what fills the catalog), or
     // at the start of the file.
     let fallback = policy
@@ -100,18 +109,26 @@ pub fn check(
         }
         if let Some(max) = max_tokens {
             let t = plan.tokens();
-            if t.total > max {
+            let first = plan.first_turn(own);
+            let total = first.listed + t.skills;
+            if total > max {
+                let n = |v: u64| crate::render::thousands(v as usize);
+                let parts = if supplied {
+                    format!("the engine's own tools, with the catalog: {}", n(first.own))
+                } else {
+                    format!("catalog: {}", n(t.catalog))
+                };
                 out.push(
                     Diagnostic::new(
                         Code::TokenBudget,
                         span,
                         format!(
-                            "{in_mode}the first turn declares {} tokens, over the budget of {max} ({} tools: {}, catalog: {}, skills: {})",
-                            t.total,
+                            "{in_mode}the first turn declares {} tokens, over the budget of {} ({} tools: {}, {parts}, skills: {})",
+                            n(total),
+                            n(max),
                             plan.declared_len(),
-                            t.declared,
-                            t.catalog,
-                            t.skills
+                            n(t.declared),
+                            n(t.skills)
                         ),
                     )
                     .with_help(

@@ -35,7 +35,15 @@ fn kinds(rule: &Rule, s: &Selector) -> Vec<ItemKind> {
 /// matches nothing in them.
 fn matches_nothing(w: &World<'_>, ri: usize, si: usize) -> Option<bool> {
     let rule = &w.policy.rules[ri];
-    let kinds = kinds(rule, &rule.selectors[si]);
+    let s = &rule.selectors[si];
+    if rule.kind == RuleKind::Search
+        && s.kind == SelectorKind::Tool
+        && w.engine_search.as_deref() == Some(s.pattern.as_str())
+    {
+        // The engine defines it where the registry does not.
+        return Some(false);
+    }
+    let kinds = kinds(rule, s);
     if kinds.is_empty() || !kinds.iter().all(|&k| w.knows(k)) {
         return None;
     }
@@ -175,12 +183,17 @@ pub fn check<'w>(w: &World<'w>, out: &mut Vec<Diagnostic>) {
             }
             let kinds = kinds(rule, s);
             let written = policy.source.slice(s.span);
-            let help = suggestion(w, &vocabulary, s, &kinds).unwrap_or_else(|| {
+            let mut help = suggestion(w, &vocabulary, s, &kinds).unwrap_or_else(|| {
                 format!(
                     "check the spelling against the {}; names are case-sensitive",
                     lists(&kinds)
                 )
             });
+            if rule.kind == RuleKind::Search && s.kind == SelectorKind::Tool {
+                help += "; a search tool the engine supplies needs no registry entry: \
+                         `search tool_search` behind `policy gateway` or the Node module \
+                         (`policy check --engine-tools` for another name)";
+            }
             out.push(
                 Diagnostic::new(
                     Code::MatchesNothing,

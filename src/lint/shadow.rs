@@ -414,10 +414,12 @@ fn describe(w: &World<'_>, sh: Shadower) -> String {
 /// has no search tool to find what it defers.
 pub fn check(w: &World<'_>, skip: &[bool], out: &mut Vec<Diagnostic>) {
     let policy = w.policy;
-    let declared_search = policy.rules.iter().any(|r| r.kind == RuleKind::Search);
-    let search_in_registry = w
-        .registry
-        .is_none_or(|reg| !w.table.search_order(reg).is_empty());
+    // A search tool the engine supplies is declared, and found.
+    let declared_search =
+        w.engine_search.is_some() || policy.rules.iter().any(|r| r.kind == RuleKind::Search);
+    let search_in_registry = w.engine_search.is_some()
+        || w.registry
+            .is_none_or(|reg| !w.table.search_order(reg).is_empty());
     for ((ri, rule), verdict) in policy.rules.iter().enumerate().zip(verdicts(w)) {
         match verdict {
             Verdict::Shadowed { by, exact } if !skip[ri] => {
@@ -459,12 +461,12 @@ pub fn check(w: &World<'_>, skip: &[bool], out: &mut Vec<Diagnostic>) {
                 let (message, help) = if !declared_search {
                     (
                         "no `search` tool is declared",
-                        "declare the discovery tool at top level, e.g. `search ToolSearch`; behind `policy gateway` or the Node binding, which add their own, `search tool_search`",
+                        "declare the discovery tool at top level, e.g. `search ToolSearch`; behind `policy gateway` or the Node module, which supply their own search tool, `search tool_search`",
                     )
                 } else if !search_in_registry {
                     (
                         "no `search` tool of the policy is in the registry",
-                        "add the search tool to the registry, or correct its name in the `search` statement",
+                        "add the search tool to the registry, or correct its name in the `search` statement; a search tool the engine supplies (`search tool_search`, behind `policy gateway` or the Node module) needs no registry entry",
                     )
                 } else {
                     continue;

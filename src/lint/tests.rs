@@ -97,6 +97,34 @@ fn undiscoverable_with_a_registry_needs_the_search_tool_in_it() {
     assert_eq!(found(&format!("{SEARCH}Defer(Web)\n"), with(&reg)), []);
 }
 
+#[test]
+fn a_search_tool_the_engine_supplies_is_neither_missing_nor_undiscoverable() {
+    let reg = registry(&[("Read", None), ("Web", None)]);
+    let with = |r, engine_search| Options {
+        registry: Some(r),
+        engine_search,
+        ..Options::default()
+    };
+    // `tool_search` is the engine's own name: satisfied whatever the front end.
+    let src = "search tool_search\nDefer(Web)\n";
+    assert_eq!(found(src, with(&reg, false)), []);
+    // Another name is the engine's only when the front end says it adds it.
+    let src = "search find_tools\nDefer(Web)\n";
+    assert_eq!(found(src, with(&reg, false)), [("PL105", 1), ("PL101", 2)]);
+    assert_eq!(found(src, with(&reg, true)), []);
+    let m = messages(src, with(&reg, false));
+    assert!(m[0].contains("a search tool the engine supplies"), "{m:?}");
+    // Only the first name is the engine's: a second missing one is reported.
+    let src = "search tool_search\nsearch ToolSerch\nDefer(Web)\n";
+    assert_eq!(found(src, with(&reg, true)), [("PL105", 2)]);
+    // Without a `search` statement, the front end's `tool_search` finds them.
+    assert_eq!(found("Defer(Web)\n", with(&reg, true)), []);
+    assert_eq!(found("Defer(Web)\n", with(&reg, false)), [("PL101", 1)]);
+    // A wildcard names no tool the engine could define.
+    let src = "search *search*\nDefer(Web)\n";
+    assert_eq!(found(src, with(&reg, true)), [("PL105", 1), ("PL101", 2)]);
+}
+
 // PL102 -----------------------------------------------------------------
 
 #[test]
@@ -352,6 +380,34 @@ fn catalog_overflow_per_mode() {
         m[0].contains("in mode `small`") && m[0].contains("of 40 deferred tools"),
         "{m:?}"
     );
+}
+
+#[test]
+fn token_budget_counts_the_engines_own_tools_where_it_supplies_them() {
+    let reg = many_tools();
+    let src = "search tool_search\nDefer(tool_1*)\n";
+    let p = policy(src);
+    let engine = crate::runtime::Engine::new(p.clone(), reg.clone(), SkillList::default());
+    let plan = engine
+        .session(crate::Context::default())
+        .unwrap()
+        .plan(&engine)
+        .unwrap();
+    let call = crate::runtime::Delivery::CallThrough(crate::runtime::DEFAULT_CALL_TOOL);
+    let listed = plan.first_turn(Some(call)).listed;
+    assert!(listed > plan.first_turn(None).listed);
+    let opts = |max| Options {
+        registry: Some(&reg),
+        max_tokens: Some(max),
+        ..Options::default()
+    };
+    // The budget is the gateway's list: one token under it warns, at it not.
+    assert_eq!(found(src, opts(listed)), []);
+    assert_eq!(found(src, opts(listed - 1)), [("PL109", 2)]);
+    let m = messages(src, opts(listed - 1));
+    let shown = crate::render::thousands(listed as usize);
+    assert!(m[0].contains(&format!("declares {shown} tokens")), "{m:?}");
+    assert!(m[0].contains("the engine's own tools"), "{m:?}");
 }
 
 #[test]

@@ -60,6 +60,9 @@ pub struct World<'a> {
     /// mode, `bot *`, the named bot: a scope's specificity) that count in
     /// context `c`, computed once because the shadow lint asks per rule.
     grants: Vec<[Vec<usize>; 4]>,
+    /// The search tool the engine's own definition stands for where the
+    /// registry has none of its name (see `Options::engine_search`).
+    pub engine_search: Option<String>,
 }
 
 /// A known item and the rules whose selectors match it.
@@ -141,6 +144,7 @@ impl<'a> World<'a> {
             first_selector,
             every,
             grants: Vec::new(),
+            engine_search: None,
         };
         let mut grants: Vec<[Vec<usize>; 4]> = vec![Default::default(); world.contexts.len()];
         for (i, r) in policy.rules.iter().enumerate() {

@@ -52,7 +52,8 @@ pub use activation::{ActivationResult, CallOutcome, MAX_MATCHES};
 pub use engine::{Engine, Snapshot, meter_len};
 pub use evidence::ResultStatus;
 pub use own_tools::{
-    DEFAULT_CALL_TOOL, DEFAULT_SEARCH_TOOL, Delivery, call_tool, declaration_tokens, search_tool,
+    DEFAULT_CALL_TOOL, DEFAULT_SEARCH_TOOL, Delivery, FirstTurn, TOKENS_NOTE, call_tool,
+    declaration_tokens, percent_saved, search_tool, supplied_search_name,
 };
 pub use paths::data_path;
 pub use plan::{Plan, PlanReport, Tokens};

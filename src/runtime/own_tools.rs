@@ -195,6 +195,120 @@ impl Plan {
     }
 }
 
+/// The search tool the engine supplies in a policy's contexts, if it does:
+/// the first tool name a `search` statement gives, when the front end adds
+/// the engine's own tools (`front_end`) or that name is the engine's own
+/// [`DEFAULT_SEARCH_TOOL`]; [`DEFAULT_SEARCH_TOOL`] for a policy without a
+/// `search` statement behind such a front end. `policy check`, `measure`
+/// and the gateway decide with this whether to count the engine's tools.
+pub fn supplied_search_name(table: &crate::table::Table, front_end: bool) -> Option<&str> {
+    match table.search_names().next() {
+        Some(name) if front_end || name == DEFAULT_SEARCH_TOOL => Some(name),
+        Some(_) => None,
+        None if front_end && !table.has_search() => Some(DEFAULT_SEARCH_TOOL),
+        None => None,
+    }
+}
+
+/// The meter's note on every token figure: what it estimates, and how.
+pub const TOKENS_NOTE: &str = "tokens are an estimate: characters / 4";
+
+/// The first turn's tool tokens, counted one way by every command and front
+/// end: `policy measure`, `policy gateway --dry-run` and `policy check
+/// --max-tokens` agree on one policy and registry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct FirstTurn {
+    /// What the model is given for tools: the declared registry tools and,
+    /// where the engine supplies its own tools, their definitions (its
+    /// search tool carries the catalog); else the catalog, which the
+    /// runtime shows beside its own search tool.
+    pub listed: u64,
+    /// Of `listed`, the engine's own tools.
+    pub own: u64,
+    /// Every tool the context does not hide, declared (the baseline: the
+    /// policy hides those tools whether or not anything is deferred).
+    pub all_visible: u64,
+    /// How many tools `all_visible` leaves out because the context hides them.
+    pub hidden: usize,
+    /// Every registry tool declared: the same tools with no policy at all.
+    pub no_policy: u64,
+}
+
+impl FirstTurn {
+    /// The share `listed` saves against `base`, in percent.
+    pub fn saved(&self, base: u64) -> f64 {
+        if base == 0 {
+            0.0
+        } else {
+            100.0 * (1.0 - self.listed as f64 / base as f64)
+        }
+    }
+
+    /// The figures in one line for people, with thousands separators and
+    /// both baselines: `1,937 listed; 4,312 with every tool this context
+    /// does not hide declared (55.1% saved; 11 hidden tools left out); 5,020
+    /// with no policy (61.4% saved)`.
+    pub fn human(&self) -> String {
+        let n = |v: u64| crate::render::thousands(v as usize);
+        let own = if self.own > 0 {
+            format!(" (the engine's own tools: {})", n(self.own))
+        } else {
+            String::new()
+        };
+        let left_out = match self.hidden {
+            0 => String::new(),
+            1 => "; 1 hidden tool left out: the policy hides it in any case".to_string(),
+            h => format!("; {h} hidden tools left out: the policy hides them in any case"),
+        };
+        format!(
+            "{} listed{own}; {} with every tool this context does not hide declared ({}{left_out}); {} with no policy ({})",
+            n(self.listed),
+            n(self.all_visible),
+            percent_saved(self.saved(self.all_visible)),
+            n(self.no_policy),
+            percent_saved(self.saved(self.no_policy)),
+        )
+    }
+}
+
+/// `55.1% saved`, or `12.0% more` when the list costs more than its baseline.
+pub fn percent_saved(saved: f64) -> String {
+    if saved < 0.0 {
+        format!("{:.1}% more", -saved)
+    } else {
+        format!("{saved:.1}% saved")
+    }
+}
+
+impl Plan {
+    /// The first turn's tool tokens (see [`FirstTurn`]); `own` is how the
+    /// front end delivers activated tools when it supplies the engine's own
+    /// tools, `None` when the runtime brings its own search tool.
+    pub fn first_turn(&self, own: Option<Delivery<'_>>) -> FirstTurn {
+        let t = self.tokens();
+        let (listed, own) = match own {
+            Some(delivery) => {
+                let own = self.tool_list_tokens(delivery) - t.declared;
+                (t.declared + own, own)
+            }
+            None => (t.declared + t.catalog, 0),
+        };
+        FirstTurn {
+            listed,
+            own,
+            all_visible: t.all_declared - t.skills,
+            hidden: self.hidden().count(),
+            no_policy: self
+                .snapshot()
+                .tools
+                .tokens
+                .iter()
+                .map(|&k| u64::from(k))
+                .sum(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -263,6 +377,35 @@ mod tests {
         let plan = e.session(Context::default()).unwrap().plan(&e).unwrap();
         assert_eq!(plan.search_tool_name(), Some("Read"));
         assert!(plan.own_tools(Delivery::Declared).is_empty());
+    }
+
+    #[test]
+    fn the_first_turn_counts_the_engines_own_tools_and_both_baselines() {
+        let e = engine("guard guard_me\nDefer(WebFetch)\nHide(Secret)\n");
+        let plan = e.session(Context::default()).unwrap().plan(&e).unwrap();
+        let t = plan.tokens();
+        let delivery = Delivery::CallThrough(DEFAULT_CALL_TOOL);
+        let own = plan.first_turn(Some(delivery));
+        assert_eq!(own.listed, plan.tool_list_tokens(delivery));
+        assert_eq!(own.own, own.listed - t.declared);
+        let runtime = plan.first_turn(None);
+        assert_eq!(runtime.listed, t.declared + t.catalog);
+        assert_eq!(runtime.own, 0);
+        // The baselines do not depend on who supplies the search tool.
+        assert_eq!(own.all_visible, runtime.all_visible);
+        assert_eq!(own.hidden, 1);
+        let every: u64 = e
+            .snapshot()
+            .registry()
+            .tools()
+            .iter()
+            .map(declaration_tokens)
+            .sum();
+        assert_eq!(own.no_policy, every);
+        assert!(own.no_policy > own.all_visible);
+        let line = own.human();
+        assert!(line.contains("1 hidden tool left out"), "{line}");
+        assert!(line.contains("with no policy ("), "{line}");
     }
 
     #[test]

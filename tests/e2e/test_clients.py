@@ -1,20 +1,20 @@
 """`policy gateway` behind real agent clients, each driven by a scripted
 model (model_server.py) so nothing leaves the machine and no key is needed:
 
-- Claude Code (npm `@anthropic-ai/claude-code`), set up with the README's
+- Claude Code (npm `@anthropic-ai/claude-code`), set up with docs/gateway.md's
   `claude mcp add --scope user tools -- policy gateway ...` line, run
   headless (`claude -p`) against a scripted Anthropic Messages API;
-- Codex (npm `@openai/codex`), set up with the README's
+- Codex (npm `@openai/codex`), set up with docs/gateway.md's
   `[mcp_servers.tools]` block in `$CODEX_HOME/config.toml`, run as
   `codex exec` against a scripted OpenAI Responses API;
-- opencode (npm `opencode-ai`), set up with the README's `mcp` block in
+- opencode (npm `opencode-ai`), set up with docs/gateway.md's `mcp` block in
   ~/.config/opencode/opencode.json, run as `opencode run` against a scripted
   OpenAI Chat Completions API (an `@ai-sdk/openai-compatible` provider);
-- Qwen Code (npm `@qwen-code/qwen-code`), set up with the README's
+- Qwen Code (npm `@qwen-code/qwen-code`), set up with docs/gateway.md's
   `mcpServers` block in ~/.qwen/settings.json, run headless (`qwen PROMPT`)
   against the same Chat Completions API (`OPENAI_BASE_URL`).
 
-The snippets are read from README.md itself, so the README cannot drift from
+The snippets are read from docs/gateway.md itself, so the page cannot drift from
 what is tested. Behind the gateway runs the npm memory server under a policy
 that declares `memory__read_graph`, hides `memory__delete_entities` and
 defers the rest. The scripted model, in each client:
@@ -77,15 +77,42 @@ CLIENT_TIMEOUT = 120.0
 
 def readme_block(heading: str, lang: str) -> str:
     """The first fenced `lang` block after the line starting with `heading`
-    in README.md's "Adding it to a client"."""
-    text = (ROOT / "README.md").read_text()
-    start = text.index("### Adding it to a client")
+    in docs/gateway.md's "Adding it to a client"."""
+    text = (ROOT / "docs" / "gateway.md").read_text()
+    start = text.index("## Adding it to a client")
     at = text.index(heading, start)
     match = re.compile(rf"```{lang}\n(.*?)```", re.S).search(text, at)
     if match is None:
-        raise AssertionError(f"README.md: no ```{lang} block after {heading!r}")
+        raise AssertionError(f"docs/gateway.md: no ```{lang} block after {heading!r}")
     return match.group(1)
 
+
+
+def readme_modes_block(contains: str, lang: str) -> str:
+    """The first fenced `lang` block holding `contains` in README.md's
+    "Modes and flags behind the gateway"."""
+    text = (ROOT / "README.md").read_text()
+    start = text.index("## Modes and flags behind the gateway")
+    end = text.index("\n## ", start + 1)
+    for match in re.compile(rf"```{lang}\n(.*?)```", re.S).finditer(text, start, end):
+        if contains in match.group(1):
+            return match.group(1)
+    raise AssertionError(f"README.md: no ```{lang} block with {contains!r} about modes")
+
+
+# A policy with the two modes of the README's example, over the memory server.
+MODES_POLICY = """\
+search tool_search
+mode work {
+  NoDefer(memory__read_graph, memory__create_entities)
+  Defer(*)
+}
+mode review {
+  NoDefer(memory__read_graph)
+  Hide(memory__create*, memory__delete*)
+  Defer(*)
+}
+"""
 
 def next_step(results: list[tuple[str, str]]) -> tuple:
     """The scripted conversation: given the gateway tools' results so far,
@@ -147,7 +174,7 @@ def client_env(home: pathlib.Path, bin_dir: pathlib.Path, **extra: str) -> dict[
 
 class ClientCase(unittest.TestCase):
     """A temporary HOME with the gateway's policy and servers file where the
-    README puts them (~/.config/toolpolicy/), and `policy` on PATH."""
+    docs/gateway.md puts them (~/.config/toolpolicy/), and `policy` on PATH."""
 
     client = ""
 
@@ -210,7 +237,7 @@ class ClientCase(unittest.TestCase):
         results: Callable[[Any], list[tuple[str, str]]],
         history: str,
     ) -> None:
-        """The README's run, seen by the model: four agent turns, each with
+        """The page's run, seen by the model: four agent turns, each with
         the gateway's tools exactly as listed (call exposure: the list never
         changes, deferred tools stay out), the gateway's answers in the last
         turn's conversation (`history` is its key; `results` reads them),
@@ -284,7 +311,7 @@ class ClaudeCode(ClientCase):
         ]
 
     def project_config(self, *more_args: str) -> pathlib.Path:
-        """The README's `.mcp.json`, `more_args` added to the gateway's."""
+        """The page's `.mcp.json`, `more_args` added to the gateway's."""
         config = json.loads(readme_block("or in `.mcp.json`", "json"))
         config["mcpServers"]["tools"]["args"] += list(more_args)
         path = self.work.path / "mcp.json"
@@ -297,7 +324,7 @@ class ClaudeCode(ClientCase):
             # default; off, they are in the request's `tools` as the gateway
             # lists them (test_claude_code_own_tool_search covers it on).
             env = self.env(model, ENABLE_TOOL_SEARCH="false")
-            # The README's line, as a user types it.
+            # The page's line, as a user types it.
             snippet = readme_block("**Claude Code**", "sh")
             self.assertIn("claude mcp add --scope user tools -- policy gateway", snippet)
             added = run_client(["bash", "-c", snippet], env, self.project)
@@ -326,7 +353,7 @@ class ClaudeCode(ClientCase):
         gateway's listed tools are named in the system prompt as loadable
         through its ToolSearch, and only those (no deferred or hidden one).
         The scripted model loads the gateway's two tools with ToolSearch,
-        then goes the same way as without it. Set up with the README's
+        then goes the same way as without it. Set up with docs/gateway.md's
         `.mcp.json` (Claude Code expands ${HOME} there)."""
         gateway_tools = [self.prefix + "tool_search", self.prefix + "call_tool"]
 
@@ -357,6 +384,40 @@ class ClaudeCode(ClientCase):
                 self.assertEqual(sorted(loaded), sorted(gateway_tools))
             self.assert_results(claude_results(turns[-1]["messages"], self.prefix))
             self.assert_hidden_never_sent(model, turns[1:], "messages")
+        self.assert_no_gateway_left()
+
+    def test_claude_code_one_entry_per_mode_from_the_readme(self) -> None:
+        """The README's `claude mcp add` lines, one per mode, each connect;
+        an entry without `--mode` on the same policy is what the README says
+        a client shows: a server that failed to connect, nothing more."""
+        config = self.home / ".config" / "toolpolicy"
+        (config / "modes.policy").write_text(MODES_POLICY)
+        env = client_env(self.home, self.bin, **CLAUDE_QUIET)
+        snippet = readme_modes_block("claude mcp add", "sh")
+        self.assertIn("--mode work", snippet)
+        self.assertIn("--mode review", snippet)
+        added = run_client(["bash", "-c", snippet], env, self.project)
+        self.assertEqual(added.returncode, 0, added.stderr)
+        listed = run_client(["claude", "mcp", "list"], env, self.project)
+        shown = listed.stdout + listed.stderr
+        self.assertRegex(shown, r"tools-work: policy gateway --mode work .*✔ Connected", shown)
+        self.assertRegex(shown, r"tools-review: policy gateway --mode review .*✔ Connected", shown)
+
+        # The work line, as one line, under another name and without `--mode`.
+        work = snippet.replace("\\\n", " ").splitlines()[0]
+        without = work.replace("tools-work", "tools-none").replace(" --mode work", "")
+        self.assertNotEqual(without, work)
+        added = run_client(["bash", "-c", without], env, self.project)
+        self.assertEqual(added.returncode, 0, added.stderr)
+        listed = run_client(["claude", "mcp", "list"], env, self.project)
+        shown = listed.stdout + listed.stderr
+        line = next((l for l in shown.splitlines() if l.startswith("tools-none:")), "")
+        self.assertRegex(line, r"policy gateway --policy \S+modes.policy --servers ", shown)
+        self.assertIn("Failed to connect", line, shown)
+        # Run by hand, the same command says why.
+        direct = run_client(["bash", "-c", without.split(" -- ", 1)[1]], env, self.project)
+        self.assertEqual(direct.returncode, 2, direct.stderr)
+        self.assertIn("`--mode` is required", direct.stderr)
         self.assert_no_gateway_left()
 
     def test_claude_code_is_served_call_exposure_under_list_changed(self) -> None:
@@ -445,7 +506,7 @@ class Codex(ClientCase):
         return [r.body for r in posts if self.namespace_tools(r.body) is not None]
 
     def run_codex(self, model: ModelServer, *more_args: str) -> subprocess.CompletedProcess:
-        """`codex exec` with the README's `[mcp_servers.tools]` block (the
+        """`codex exec` with docs/gateway.md's `[mcp_servers.tools]` block (the
         user's home where it says /home/you, `more_args` added to the
         gateway's) after a model provider at the scripted model."""
         codex_home = self.home / ".codex"
@@ -500,7 +561,7 @@ class Codex(ClientCase):
         `notifications/tools/list_changed`. Codex does not list the tools
         again, so a loaded tool never reaches its model: with Codex, keep
         the default `call` exposure. (Fails the day Codex re-reads the list,
-        and the README's advice can change.)"""
+        and docs/gateway.md's advice can change.)"""
 
         def script(api: str, body: Any) -> list[tuple]:
             tools = self.namespace_tools(body)
@@ -606,7 +667,7 @@ class OpenCode(ChatClient):
         return [r.body for r in posts if self.prefix + "tool_search" in chat_tool_names(r.body)]
 
     def run_opencode(self, model: ModelServer, *more_args: str) -> subprocess.CompletedProcess:
-        """`opencode run` with the README's `mcp` block in
+        """`opencode run` with docs/gateway.md's `mcp` block in
         ~/.config/opencode/opencode.json (`more_args` added to the gateway's
         command), beside an OpenAI-compatible provider at the scripted
         model."""
@@ -690,7 +751,7 @@ class QwenCode(ChatClient):
         tool_search: bool = False,
         gateway_args: tuple[str, ...] = (),
     ) -> subprocess.CompletedProcess:
-        """`qwen` headless (`args` after the prompt) with the README's
+        """`qwen` headless (`args` after the prompt) with docs/gateway.md's
         `mcpServers` block in ~/.qwen/settings.json (`gateway_args` added to
         the gateway's), against the scripted model as an OpenAI-compatible
         endpoint. Qwen Code defers MCP tools behind its own `tool_search`

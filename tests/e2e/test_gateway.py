@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import pathlib
 import signal
 import sys
 import time
@@ -443,7 +444,11 @@ class Files(Case):
                     f"no line gives {server}'s {count} tools:\n{run.stdout}",
                 )
         self.assertIn("token", run.stdout.lower())
-        self.assertNotIn("everything__get-env", run.stdout)
+        # Hidden, and named as such: neither listed nor in the catalog.
+        listed, _, rest = run.stdout.partition("\nhidden (")
+        hidden, _, catalog = rest.partition("\n\n")
+        self.assertNotIn("everything__get-env", listed + catalog)
+        self.assertIn("everything__get-env", hidden)
 
     def test_dry_run_takes_vs_codes_servers_shape(self):
         servers = json.dumps({"servers": real_servers(self.work.path, ["time"])})
@@ -477,6 +482,57 @@ class Files(Case):
         run = self.gateway_run(json.dumps({"mcpServers": servers}), POLICY, "--dry-run")
         self.assertEqual(run.returncode, 1, run.stderr)
         self.assertIn("broken", run.stdout + run.stderr)
+
+    def bundled_setup(self) -> tuple[str, str]:
+        """The bundled gateway policy's servers (real, from npm) and that policy."""
+        names = ["filesystem", "memory", "everything"]
+        servers = self.write("servers.json", json.dumps({"mcpServers": real_servers(self.work.path, names)}))
+        return servers, str(harness.ROOT / "policies" / "gateway.policy")
+
+    def test_registry_writes_what_the_gateway_serves_and_the_bundled_policy_checks_clean(self):
+        servers, policy = self.bundled_setup()
+        registry = str(self.work.path / "registry.json")
+        run = harness.run_policy("registry", "--servers", servers, "--out", registry, cwd=self.work.path)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        tools = json.loads(pathlib.Path(registry).read_text())["tools"]
+        by_name = {t["name"]: t for t in tools}
+        self.assertEqual(by_name["everything__echo"]["source"], "mcp:everything")
+        self.assertIn("inputSchema", by_name["filesystem__read_text_file"])
+        # The bundled policy is clean against its own servers' tools: the
+        # engine's own `tool_search` is not reported missing.
+        run = harness.run_policy(
+            "check", "--registry", registry, "--deny-warnings", policy, cwd=self.work.path
+        )
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        # The written registry gives the plan the gateway's dry run shows.
+        plan = harness.run_policy(
+            "plan", "--policy", policy, "--registry", registry, "--format", "json", cwd=self.work.path
+        )
+        self.assertEqual(plan.returncode, 0, plan.stderr)
+        dry = harness.run_policy(
+            "gateway", "--policy", policy, "--servers", servers, "--dry-run", "--format", "json",
+            cwd=self.work.path,
+        )
+        self.assertEqual(dry.returncode, 0, dry.stderr)
+        self.assertIn("tools: none", dry.stderr, "the bundled policy lints clean")
+        plan, dry = json.loads(plan.stdout), json.loads(dry.stdout)
+        own = {"tool_search", "call_tool"}
+        self.assertEqual(plan["declared"], [n for n in dry["listed"] if n not in own])
+        self.assertEqual(plan["catalog"], dry["catalog"])
+        self.assertEqual(len(plan["deferred"]), dry["deferred"])
+
+    def test_the_gateway_reports_a_misspelled_tool_of_the_real_servers(self):
+        servers, policy = self.bundled_setup()
+        typo = pathlib.Path(policy).read_text().replace(
+            "filesystem__list_directory", "filesystem__list_directroy"
+        )
+        run = harness.run_policy(
+            "gateway", "--policy", self.write("typo.policy", typo), "--servers", servers, "--dry-run",
+            cwd=self.work.path,
+        )
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertIn("warning[PL105]: `filesystem__list_directroy` matches no tool", run.stderr)
+        self.assertIn("did you mean `filesystem__list_directory`", run.stderr)
 
 
 class LegacyEra(Eras, Case):

@@ -156,6 +156,7 @@ fn measure_reports_every_mode() {
     assert_eq!(modes, ["agent", "chat"]);
     for m in d["modes"].as_array().into_iter().flatten() {
         assert!(m["declared"]["tokens"].as_u64() < m["all"]["tokens"].as_u64());
+        assert!(m["listed"]["tokens"].as_u64() < m["no_policy"]["tokens"].as_u64());
     }
 }
 

@@ -95,6 +95,7 @@ fn every_example_produces_its_code_as_shown() {
             registry: command.contains("--registry").then_some(&registry),
             skills: command.contains("--skills").then_some(&skills),
             max_tokens,
+            engine_search: command.contains("--engine-tools"),
         };
         let (policy, mut diags) = Policy::parse_with_diagnostics(
             toolpolicy::diag::SourceFile::new("example.policy", example),

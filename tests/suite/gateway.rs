@@ -372,7 +372,7 @@ fn dry_run_reports_servers_the_list_and_its_tokens() {
     assert_eq!(v["deferred"], json!(6));
     assert_eq!(v["hidden"], json!(1));
     assert!(v["tokens"]["listed"].as_u64().unwrap() > 0);
-    assert!(v["tokens"]["all_declared"].as_u64().unwrap() > 0);
+    assert!(v["tokens"]["all_visible"].as_u64().unwrap() > 0);
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! The gateway does not grow per call: after a warm-up, two thousand more
 //! calls (forwarded, refused, searched) leave its resident set where it was.
-//! With `--nocapture` it prints the figures the README quotes. A server that
+//! With `--nocapture` it prints the figures docs/gateway.md quotes. A server that
 //! floods its output costs it a bounded buffer.
 
 use serde_json::json;

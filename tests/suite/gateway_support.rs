@@ -449,7 +449,23 @@ pub fn run_to_end(args: &[&str]) -> (Option<i32>, String, String) {
 
 /// [`run_to_end`] with these variables added to the gateway's environment.
 pub fn run_to_end_env(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String, String) {
-    let mut child = gateway_command(args, env)
+    command_to_end(gateway_command(args, env))
+}
+
+/// `policy ARGS` (any subcommand) run to its end with no input; returns
+/// exit code, stdout and stderr, within the deadline.
+pub fn policy_to_end(args: &[&str]) -> (Option<i32>, String, String) {
+    let mut cmd = Command::new(policy_bin());
+    cmd.args(args);
+    command_to_end(cmd)
+}
+
+fn command_to_end(mut cmd: Command) -> (Option<i32>, String, String) {
+    let args: Vec<String> = cmd
+        .get_args()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -469,7 +485,7 @@ pub fn run_to_end_env(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, Stri
     }
     let _ = child.kill();
     let _ = child.wait();
-    panic!("`policy gateway {}` did not end in time", args.join(" "));
+    panic!("`policy {}` did not end in time", args.join(" "));
 }
 
 /// The fixture serving streamable HTTP (`FIXTURE_HTTP=1`), or HTTPS when

@@ -8,6 +8,7 @@ mod conformance;
 mod data_paths;
 mod diagnostics_doc;
 mod differential;
+mod docs_examples;
 mod fail_closed;
 mod fixtures;
 #[cfg(feature = "gateway")]
@@ -17,16 +18,20 @@ mod gateway_http;
 #[cfg(feature = "gateway")]
 mod gateway_memory;
 #[cfg(feature = "gateway")]
+mod gateway_registry;
+#[cfg(feature = "gateway")]
 mod gateway_support;
 #[cfg(feature = "gateway")]
 mod gateway_tls;
 mod golden;
 mod linear;
+mod newcomer;
 mod output;
 mod policies;
 mod props_format;
 mod props_lint;
 mod props_table;
+mod readme;
 mod robustness;
 mod runtime_behaviour;
 mod runtime_engine;

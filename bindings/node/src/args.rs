@@ -62,9 +62,11 @@ pub fn strings(env: &Env, v: &Unknown, what: &str) -> Result<Vec<String>> {
     }
     // SAFETY: an array is an object.
     let array: Object = unsafe { v.cast() }?;
-    let len = array.get_array_length()?;
-    let mut out = Vec::with_capacity(len as usize);
-    for i in 0..len {
+    // Nothing is reserved from `length`: a sparse array claims up to
+    // 2^32 - 1 elements it does not hold, and reserving for them would
+    // abort the host. Its first hole fails the type check below.
+    let mut out = Vec::new();
+    for i in 0..array.get_array_length()? {
         let item: Unknown = array.get_element(i)?;
         if item.get_type()? != ValueType::String {
             return Err(wrong(env, &format!("{what}[{i}]"), "a string", &item));

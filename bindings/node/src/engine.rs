@@ -2,6 +2,7 @@
 //! every chat of a host. Hot reload swaps them whole; a reload that fails
 //! throws and leaves the last good engine in place.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use napi::bindgen_prelude::Unknown;
@@ -28,14 +29,26 @@ pub struct Engine {
     builder: Arc<Builder>,
 }
 
+/// Reads a file through the library's reader, so that its size cap holds
+/// here too: `/dev/zero` or a runaway registry is refused, not read until
+/// memory runs out.
 fn read(env: &Env, path: &str) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|e| {
+    toolpolicy::input::read(Path::new(path)).map_err(|e| {
         error::usage(
             env,
-            format!("cannot read `{path}`: {}", e.to_string().to_lowercase()),
+            format!("cannot read `{path}`: {}", lowercase_first(&e.to_string())),
             None,
         )
     })
+}
+
+/// The system's `No such file or directory` as a message starts:
+/// lowercase, with the rest (the library's `64 MiB`) left as it is.
+fn lowercase_first(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map_or_else(String::new, |c| c.to_lowercase().chain(chars).collect())
 }
 
 fn utf8(env: &Env, path: &str, bytes: Vec<u8>) -> Result<String> {
@@ -271,6 +284,22 @@ impl Engine {
             .map(|t| t.name.clone())
             .collect()
     }
+}
+
+/// A text file read the way the engine reads its own inputs: under the
+/// library's 64 MiB cap, as UTF-8, without a leading byte-order mark. For a
+/// host's own files (a settings file, a policy it passes as text), so that
+/// `/dev/zero` or an endless pipe is refused there too.
+#[napi(ts_args_type = "path: string")]
+// Only JavaScript calls it; unit tests build no module registration.
+#[cfg_attr(test, allow(dead_code))]
+pub fn read_input(env: Env, path: Unknown) -> Result<String> {
+    let path = args::string(&env, &path, "path")?;
+    let text = utf8(&env, &path, read(&env, &path)?)?;
+    Ok(match toolpolicy::input::strip_bom(&text).len() {
+        n if n == text.len() => text,
+        n => text[text.len() - n..].to_string(),
+    })
 }
 
 /// For `bench.mjs`: the same calls as its JavaScript ones, timed in Rust in

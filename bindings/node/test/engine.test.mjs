@@ -206,6 +206,16 @@ test('modes: a policy with modes needs one; switching to an undeclared one throw
   assert.deepEqual(chat.state().context.flags, ['x']);
 });
 
+test('a flag no `when` of the policy names throws with did-you-mean, as an unknown mode does', () => {
+  const engine = new Engine('NoDefer(WebFetch)\nwhen readonly {\n  Hide(WebFetch)\n}\n', small);
+  const e = throws(() => engine.session({ flags: ['readonyl'] }), /the flag `readonyl`/);
+  assert.match(e.diagnostics[0].help, /did you mean `readonly`/);
+  const chat = engine.session({ flags: ['readonly'] });
+  assert.ok(!chat.plan().declared.some((t) => t.name === 'WebFetch'));
+  throws(() => chat.setContext({ flags: ['readonyl'] }), /readonyl/);
+  assert.deepEqual(chat.state().context.flags, ['readonly']);
+});
+
 test('a runtime grant that can only be a slip throws, naming it; the session keeps its context', () => {
   const engine = Engine.fromFiles(policyPath, registryPath);
   throws(() => engine.session({ mode: 'agent', grants: ['Read', 'skill:'] }), /`skill:` has no pattern/);

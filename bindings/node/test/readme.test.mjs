@@ -1,4 +1,4 @@
-// The README's TypeScript example runs as written (it uses no type
+// The TypeScript example of docs/node.md runs as written (it uses no type
 // syntax), against this build of the module.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -6,12 +6,12 @@ import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
+const readme = readFileSync(new URL('../../../docs/node.md', import.meta.url), 'utf8');
 
-test("the README's example of the Node module runs", async () => {
-  const section = readme.slice(readme.indexOf('### The Node module'));
+test("the example of the Node module in docs/node.md runs", async () => {
+  const section = readme.slice(readme.indexOf('## The Node module'));
   const block = /```ts\n([\s\S]*?)```/.exec(section);
-  assert.ok(block, 'the README has a ts block in "The Node module"');
+  assert.ok(block, 'docs/node.md has a ts block in "The Node module"');
   // The package's name stands for this build; the import itself is as written.
   const module = new URL('../index.js', import.meta.url).href;
   const code = block[1].replace("from '@toolpolicy/node';", `from ${JSON.stringify(module)};`);

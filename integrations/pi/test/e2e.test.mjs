@@ -3,7 +3,7 @@
 // pi declared in that request.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,7 +19,7 @@ import {
   SettingsManager,
 } from '@mariozechner/pi-coding-agent';
 
-import { createExtension } from '../index.js';
+import { createExtension, STATE_ENTRY } from '../index.js';
 
 const POLICY = `
 search tool_search
@@ -259,6 +259,288 @@ test('a policy that does not load declares no tool (fail closed) and says why', 
   } finally {
     console.error = error;
     session.dispose?.();
+    faux.unregister();
+  }
+});
+
+/**
+ * A UI that records pi's notices as `level: text`; every other call of
+ * pi's UI does nothing.
+ */
+function recordingUi() {
+  const notices = [];
+  const uiContext = new Proxy(
+    { notify: (text, level) => notices.push(`${level}: ${text}`) },
+    { get: (target, key) => target[key] ?? (() => undefined) },
+  );
+  return { notices, uiContext };
+}
+
+/** Runs `f` with `PI_TOOLS_POLICY` set to `value` (or unset for `undefined`), then restores it. */
+async function withPolicyEnv(value, f) {
+  const before = process.env.PI_TOOLS_POLICY;
+  if (value === undefined) delete process.env.PI_TOOLS_POLICY;
+  else process.env.PI_TOOLS_POLICY = value;
+  try {
+    return await f();
+  } finally {
+    if (before === undefined) delete process.env.PI_TOOLS_POLICY;
+    else process.env.PI_TOOLS_POLICY = before;
+  }
+}
+
+/** A project folder with a `.pi/tools.policy` and a `.pi/lazy-tools.json`: fallbacks that hide nothing. */
+function projectWithFallbacks() {
+  const cwd = mkdtempSync(join(tmpdir(), 'toolpolicy-pi-'));
+  mkdirSync(join(cwd, '.pi'));
+  writeFileSync(join(cwd, '.pi', 'tools.policy'), 'NoDefer(*)\n');
+  writeFileSync(join(cwd, '.pi', 'lazy-tools.json'), '{"defer": [], "noDefer": ["*"]}');
+  return cwd;
+}
+
+test('a policy the user names that cannot be read declares nothing and blocks every call; nothing falls back', { timeout: 120_000 }, async () => {
+  const cwd = projectWithFallbacks();
+  mkdirSync(join(cwd, 'a-folder'));
+  const missing = join(cwd, 'unmounted', 'tools.policy');
+  const cases = [
+    ['the `policyPath` option, a typo', { policyPath: join(cwd, 'tools.polcy') }, undefined, /the policy `.*\/tools\.polcy` \(from the `policyPath` option\) does not exist/],
+    ['`PI_TOOLS_POLICY`, an unmounted folder', {}, missing, /the policy `.*\/unmounted\/tools\.policy` \(from `PI_TOOLS_POLICY`\) does not exist/],
+    ['`PI_TOOLS_POLICY`, a folder', {}, join(cwd, 'a-folder'), /cannot read `.*\/a-folder`: is a directory .*\(the policy from `PI_TOOLS_POLICY`\)/],
+    ['`PI_TOOLS_POLICY`, empty', {}, '', /`PI_TOOLS_POLICY` names no file/],
+    ['`PI_TOOLS_POLICY`, a device without end', {}, '/dev/zero', /cannot read `\/dev\/zero`: it is larger than 64 MiB/],
+  ];
+  for (const [what, options, env, message] of cases) {
+    await withPolicyEnv(env, async () => {
+      const faux = registerFauxProvider();
+      const runs = [];
+      const results = [];
+      faux.setResponses([
+        (context) => {
+          results.push(context.tools ?? []);
+          return fauxAssistantMessage([fauxToolCall('web_fetch', { text: 'x' }), fauxToolCall('read', { path: 'x' })]);
+        },
+        (context) => {
+          for (const m of context.messages) if (m.role === 'toolResult') results.push(m);
+          return fauxAssistantMessage('done');
+        },
+      ]);
+      const { session } = await openSession(cwd, faux, {
+        extensions: [createExtension(options)],
+        customTools: [
+          defineTool({
+            name: 'web_fetch',
+            label: 'web_fetch',
+            description: 'Fetch a web page.',
+            parameters: { type: 'object', properties: { text: { type: 'string' } } },
+            execute: async () => {
+              runs.push('web_fetch');
+              return { content: [{ type: 'text', text: 'ran' }], details: {} };
+            },
+          }),
+        ],
+      });
+      const { notices, uiContext } = recordingUi();
+      const error = console.error;
+      console.error = () => {};
+      try {
+        await within(10_000, session.bindExtensions({ uiContext }), 'starting extensions');
+        assert.deepEqual(session.getActiveToolNames(), [], what);
+        assert.equal(notices.length, 1, `${what}: ${notices.join('\n')}`);
+        assert.match(notices[0], /^error: toolpolicy: no tools until the policy loads: /, what);
+        assert.match(notices[0], message, what);
+        await within(20_000, session.prompt('fetch'), 'the prompt');
+        assert.deepEqual(results[0], [], `${what}: the model was offered tools`);
+        const refused = results.slice(1);
+        assert.deepEqual(refused.map((m) => [m.toolName, m.isError]), [['web_fetch', true], ['read', true]], what);
+        assert.deepEqual(runs, [], `${what}: a tool ran`);
+      } finally {
+        console.error = error;
+        session.dispose?.();
+        faux.unregister();
+      }
+    });
+  }
+});
+
+test('.pi/tools.policy that a session used and that is gone at /reload fails closed; a new session falls back and says so', { timeout: 120_000 }, async () => {
+  const cwd = mkdtempSync(join(tmpdir(), 'toolpolicy-pi-'));
+  mkdirSync(join(cwd, '.pi'));
+  const project = join(cwd, '.pi', 'tools.policy');
+  const lazy = join(cwd, '.pi', 'lazy-tools.json');
+  writeFileSync(project, 'search tool_search\nNoDefer(read)\nHide(bash)\nDefer(*)\n');
+  writeFileSync(lazy, '{"defer": [], "noDefer": ["*"]}');
+  await withPolicyEnv(undefined, async () => {
+    const faux = registerFauxProvider();
+    const sessionManager = SessionManager.inMemory();
+    const customTools = [tool('web_fetch', 'Fetch a web page and return it as markdown.')];
+    const { session } = await openSession(cwd, faux, { extensions: [createExtension()], sessionManager, customTools });
+    const { notices, uiContext } = recordingUi();
+    const error = console.error;
+    console.error = () => {};
+    try {
+      await within(10_000, session.bindExtensions({ uiContext }), 'starting extensions');
+      assert.deepEqual(session.getActiveToolNames(), ['tool_search', 'read']);
+      assert.deepEqual(notices, [`info: toolpolicy: policy \`${project}\``]);
+
+      // Deleted, then /reload: neither the pi-lazy-tools settings (which
+      // would show bash) nor the bundled policy takes its place.
+      rmSync(project);
+      notices.length = 0;
+      await within(20_000, session.reload(), 'the reload');
+      assert.deepEqual(session.getActiveToolNames(), []);
+      assert.equal(notices.length, 1, notices.join('\n'));
+      assert.match(notices[0], /^error: toolpolicy: no tools until the policy loads: /);
+      assert.ok(notices[0].includes(`\`${project}\` is gone: this pi session used it`), notices[0]);
+
+      // Restored: it loads again at the next /reload.
+      writeFileSync(project, 'search tool_search\nNoDefer(read)\nHide(bash)\nDefer(*)\n');
+      notices.length = 0;
+      await within(20_000, session.reload(), 'the second reload');
+      assert.deepEqual(session.getActiveToolNames(), ['tool_search', 'read']);
+      assert.deepEqual(notices, [`info: toolpolicy: policy \`${project}\``]);
+    } finally {
+      console.error = error;
+      session.dispose?.();
+    }
+
+    // A new pi session in a project without the file: nothing was named, so
+    // the fallback applies, and says which file it used.
+    rmSync(project);
+    const fresh = await openSession(cwd, faux, { extensions: [createExtension()], customTools });
+    const ui = recordingUi();
+    try {
+      await within(10_000, fresh.session.bindExtensions({ uiContext: ui.uiContext }), 'starting extensions');
+      assert.ok(fresh.session.getActiveToolNames().includes('bash'));
+      assert.deepEqual(ui.notices, [
+        `info: toolpolicy: no \`.pi/tools.policy\`: policy converted from the pi-lazy-tools settings \`${lazy}\``,
+      ]);
+    } finally {
+      fresh.session.dispose?.();
+    }
+    rmSync(lazy);
+    const bare = await openSession(cwd, faux, { extensions: [createExtension()], customTools });
+    const bareUi = recordingUi();
+    try {
+      await within(10_000, bare.session.bindExtensions({ uiContext: bareUi.uiContext }), 'starting extensions');
+      assert.equal(bareUi.notices.length, 1, bareUi.notices.join('\n'));
+      assert.match(bareUi.notices[0], /^info: toolpolicy: no `.pi\/tools.policy`, `.pi\/lazy-tools.json` or `PI_TOOLS_POLICY`: the bundled example policy `.*tools\.policy`$/);
+    } finally {
+      bare.session.dispose?.();
+      faux.unregister();
+    }
+  });
+});
+
+test('a hand-edited saved state resumes only its mode and evidence: its flags, bot and grants are ignored with a notice', { timeout: 60_000 }, async () => {
+  const cwd = mkdtempSync(join(tmpdir(), 'toolpolicy-pi-'));
+  // Flag `trusted` would unlock the secret tools, bot `helper` would declare
+  // web_fetch, grants would leave only what they grant.
+  const policy = `
+search tool_search
+NoDefer(read, bash)
+Defer(*)
+when !trusted {
+  Hide(secret_*)
+}
+bot helper {
+  NoDefer(web_fetch)
+}
+mode agent {
+}
+mode review {
+  NoDefer(todo_write)
+}
+`;
+  const faux = registerFauxProvider();
+  const ran = [];
+  const customTools = ['secret_vault', 'web_fetch', 'todo_write', 'notes_read'].map((name) =>
+    defineTool({
+      name,
+      label: name,
+      description: `The ${name.replace('_', ' ')} tool.`,
+      parameters: { type: 'object', properties: {} },
+      execute: async () => {
+        ran.push(name);
+        return { content: [{ type: 'text', text: `ran ${name}` }], details: {} };
+      },
+    }),
+  );
+  /** A pi session resumed from `sessionManager`'s entries. */
+  const open = async (sessionManager) => {
+    const { session } = await openSession(cwd, faux, {
+      extensions: [createExtension({ policy })],
+      sessionManager,
+      sessionStartEvent: { type: 'session_start', reason: 'resume' },
+      customTools,
+    });
+    const ui = recordingUi();
+    await within(10_000, session.bindExtensions({ uiContext: ui.uiContext }), 'starting extensions');
+    return { session, notices: ui.notices };
+  };
+  // The mode (todo_write) and the evidence (notes_read) are resumed; the
+  // secret tool stays hidden, web_fetch deferred, bash declared.
+  const expected = ['bash', 'notes_read', 'read', 'todo_write', 'tool_search'];
+  const ignoredNotice = (what) =>
+    `warning: toolpolicy: ignored in the saved chat state: ${what} (only its mode and evidence are resumed)`;
+
+  // What the model's `write` tool could put into the session file.
+  const widening = SessionManager.inMemory();
+  widening.appendCustomEntry(STATE_ENTRY, {
+    context: { mode: 'review', bot: 'helper', flags: ['trusted'], grants: null },
+    evidence: ['secret_vault', 'notes_read'],
+    admin: true,
+  });
+  const requests = [];
+  const results = [];
+  faux.setResponses([
+    (context) => {
+      requests.push((context.tools ?? []).map((t) => t.name));
+      return fauxAssistantMessage([fauxToolCall('secret_vault', {}), fauxToolCall('tool_search', { query: '', names: ['secret_vault'] })]);
+    },
+    (context) => {
+      for (const m of context.messages) if (m.role === 'toolResult') results.push(m);
+      return fauxAssistantMessage('done');
+    },
+  ]);
+  const { session, notices } = await open(widening);
+  try {
+    assert.deepEqual(session.getActiveToolNames().sort(), expected);
+    assert.deepEqual(notices, [ignoredNotice('`admin`, `context.bot`, `context.flags`')]);
+    // The state is saved again, in the extension's own context.
+    const last = widening.getEntries().filter((e) => e.type === 'custom' && e.customType === STATE_ENTRY).at(-1);
+    assert.deepEqual(last.data.context, { mode: 'review', bot: null, flags: [], grants: null });
+
+    await within(20_000, session.prompt('open the vault'), 'the prompt');
+    assert.ok(!requests[0].includes('secret_vault'), 'the hidden tool was declared');
+    const byTool = Object.fromEntries(results.map((m) => [m.toolName, m]));
+    assert.equal(byTool.secret_vault.isError, true);
+    assert.deepEqual(byTool.tool_search.details.activated, []);
+    assert.deepEqual(byTool.tool_search.details.unavailable, ['secret_vault']);
+    assert.deepEqual(ran, []);
+  } finally {
+    session.dispose?.();
+  }
+  // The state saved since holds nothing to ignore.
+  const again = await open(widening);
+  try {
+    assert.deepEqual(again.session.getActiveToolNames().sort(), expected);
+    assert.deepEqual(again.notices, []);
+  } finally {
+    again.session.dispose?.();
+  }
+
+  // Grants narrow rather than widen, but they are not the extension's either.
+  const narrowing = SessionManager.inMemory();
+  narrowing.appendCustomEntry(STATE_ENTRY, {
+    context: { mode: 'review', bot: null, flags: [], grants: ['read'] },
+    evidence: ['notes_read'],
+  });
+  const granted = await open(narrowing);
+  try {
+    assert.deepEqual(granted.session.getActiveToolNames().sort(), expected);
+    assert.deepEqual(granted.notices, [ignoredNotice('`context.grants`')]);
+  } finally {
+    granted.session.dispose?.();
     faux.unregister();
   }
 });

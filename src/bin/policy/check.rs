@@ -26,9 +26,15 @@ pub struct Args {
     /// With `--registry`: warn about a mode whose first turn declares more tokens
     #[arg(long, value_name = "N", requires = "registry")]
     max_tokens: Option<u64>,
+    /// The runtime supplies the engine's own search tool, as `policy gateway`
+    /// and the Node module do: the first name a `search` statement gives needs
+    /// no registry entry. Implied when that name is `tool_search`
+    #[arg(long)]
+    engine_tools: bool,
     /// Fail on warnings as well as errors
     #[arg(long)]
     deny_warnings: bool,
+    /// Output format
     #[arg(long, value_enum, default_value_t)]
     format: Format,
 }
@@ -41,6 +47,8 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         return Err(CliError::Usage("no `*.policy` files found".into()));
     }
     let mut all_json = Vec::new();
+    // Whether a token figure was shown, to say once what it is.
+    let mut budgets = false;
     let (mut errors, mut warnings, mut omitted) = (0usize, 0usize, 0usize);
     // The registry's and skill list's own findings, once whatever the files.
     let lists = [
@@ -79,6 +87,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                             registry: registry.as_ref(),
                             skills: skills.as_ref(),
                             max_tokens: args.max_tokens,
+                            engine_search: args.engine_tools,
                         },
                     ));
                 }
@@ -89,6 +98,9 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                 Ok(_) => continue,
             },
         };
+        budgets |= diags
+            .iter()
+            .any(|d| d.code == toolpolicy::diag::Code::TokenBudget);
         let file_errors = diags
             .iter()
             .filter(|d| d.severity == Severity::Error)
@@ -116,6 +128,9 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             };
             println!("{}: {status}", toolpolicy::chars::escape(&source.name));
         }
+    }
+    if budgets && args.format != Format::Json {
+        println!("note: {}", toolpolicy::runtime::TOKENS_NOTE);
     }
     match args.format {
         Format::Json => common::print_json(&serde_json::json!({

@@ -17,7 +17,7 @@ pub enum Format {
     Human,
     /// One line per finding, no colour: for screen readers and editors
     Plain,
-    /// The JSON contract of the specification
+    /// JSON, for scripts and editors
     Json,
 }
 

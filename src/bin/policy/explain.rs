@@ -38,6 +38,7 @@ pub struct Args {
     /// A skill list (JSON)
     #[arg(long)]
     skills: Option<PathBuf>,
+    /// Output format
     #[arg(long, value_enum, default_value_t)]
     format: Format,
 }
@@ -301,6 +302,19 @@ pub fn render(out: &mut String, policy: &Policy, e: &Explanation) {
             " ".repeat(column - 1),
             "^".repeat(width)
         );
+    }
+    if !e.near_misses.is_empty() {
+        let _ = writeln!(
+            out,
+            "  near misses (a letter or two off its name, matching nothing):"
+        );
+        for m in &e.near_misses {
+            let _ = writeln!(
+                out,
+                "    line {:<3} `{}` in `{}` ({}): did you mean `{}`?",
+                m.selector.line, m.selector.text, m.rule.text, m.scope, e.item
+            );
+        }
     }
     let others: Vec<_> = e
         .candidates

@@ -30,6 +30,7 @@ pub struct Args {
     /// Print the formatted text instead of rewriting the files
     #[arg(long)]
     stdout: bool,
+    /// Output format
     #[arg(long, value_enum, default_value_t)]
     format: Format,
 }

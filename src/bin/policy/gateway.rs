@@ -6,7 +6,8 @@
 //! a bad servers file or context exits 2. While serving, standard output
 //! carries protocol messages only; everything else goes to standard error.
 
-use std::path::PathBuf;
+use std::io::IsTerminal as _;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -60,7 +61,8 @@ pub struct Args {
     format: Format,
 }
 
-fn seconds(flag: &str, secs: f64) -> Result<Duration, CliError> {
+/// `--start-timeout` and `--call-timeout` as a duration.
+pub fn seconds(flag: &str, secs: f64) -> Result<Duration, CliError> {
     Duration::try_from_secs_f64(secs)
         .ok()
         .filter(|d| !d.is_zero())
@@ -71,6 +73,26 @@ fn seconds(flag: &str, secs: f64) -> Result<Duration, CliError> {
         })
 }
 
+/// Reads a servers file; its warnings go to standard error.
+pub fn load_servers(path: &Path) -> Result<Vec<gateway::servers::ServerSpec>, CliError> {
+    let text = common::read(path)?;
+    let text = String::from_utf8(text)
+        .map_err(|_| CliError::Usage(format!("`{}` is not UTF-8", path.display())))?;
+    let dir = path.parent().map(PathBuf::from).unwrap_or_default();
+    let servers = gateway::servers::parse(&text, &dir).map_err(|problems| {
+        let all: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        CliError::Usage(format!(
+            "`{}` is not a valid servers file:\n{}",
+            path.display(),
+            all.join("\n")
+        ))
+    })?;
+    for w in &servers.warnings {
+        eprintln!("warning: `{}`: {w}", path.display());
+    }
+    Ok(servers.servers)
+}
+
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     // Policy errors go to standard error while serving: standard output is the protocol's.
     let format = if args.dry_run {
@@ -79,21 +101,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         Format::Human
     };
     let policy = common::load_policy(&args.policy, format)?;
-    let text = common::read(&args.servers)?;
-    let text = String::from_utf8(text)
-        .map_err(|_| CliError::Usage(format!("`{}` is not UTF-8", args.servers.display())))?;
-    let dir = args.servers.parent().map(PathBuf::from).unwrap_or_default();
-    let servers = gateway::servers::parse(&text, &dir).map_err(|problems| {
-        let all: Vec<String> = problems.iter().map(ToString::to_string).collect();
-        CliError::Usage(format!(
-            "`{}` is not a valid servers file:\n{}",
-            args.servers.display(),
-            all.join("\n")
-        ))
-    })?;
-    for w in &servers.warnings {
-        eprintln!("warning: `{}`: {w}", args.servers.display());
-    }
+    let servers = load_servers(&args.servers)?;
     let options = Options {
         policy_path: args.policy.clone(),
         context: args.context.context(),
@@ -116,13 +124,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         .enable_all()
         .build()
         .map_err(|e| CliError::Usage(format!("cannot start the async runtime: {e}")))?;
-    let served = runtime.block_on(serve(
-        options,
-        policy,
-        servers.servers,
-        args.dry_run,
-        args.format,
-    ));
+    let served = runtime.block_on(serve(options, policy, servers, args.dry_run, args.format));
     // The last notes, unless nobody reads them.
     log::flush(Duration::from_secs(1));
     // Stopped by a signal, the gateway may still be reading its input on a
@@ -158,7 +160,9 @@ async fn serve(
             Err(e) => log::line(format!("error: {e}")),
         }
     }
+    let lints = gw.lint(true);
     if dry_run {
+        let _ = lints.await;
         let report = dry_run::report(&gw, &started).map_err(CliError::Usage)?;
         gw.stop().await;
         match format {
@@ -170,6 +174,21 @@ async fn serve(
         } else {
             ExitCode::SUCCESS
         });
+    }
+    // What the dry run notes of the list, said once at start too.
+    if let Ok(report) = dry_run::report(&gw, &started) {
+        for name in &report.deprecated {
+            log::line(format!(
+                "note: `{name}` is listed, and its title or description says it is deprecated"
+            ));
+        }
+    }
+    if std::io::stdin().is_terminal() {
+        log::line(
+            "note: serving MCP on standard input and output: an MCP client starts this command \
+             and speaks to it; press Ctrl-C to stop"
+                .to_string(),
+        );
     }
     tokio::spawn(Arc::clone(&gw).follow(events));
     tokio::spawn(gateway::reload::watch(Arc::clone(&gw), hangup));

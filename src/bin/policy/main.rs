@@ -32,6 +32,7 @@ mod gateway;
 mod matrix;
 mod measure;
 mod plan;
+mod registry;
 mod replay;
 mod runtime_args;
 mod search;
@@ -73,10 +74,12 @@ enum Command {
     SearchEval(search_eval::Args),
     /// Replay a chat scenario (JSON) step by step
     Replay(replay::Args),
-    /// Per mode: tools and tokens when everything is declared, against the policy's plan
+    /// Per mode: the first turn's tools and tokens, against every visible tool declared and against no policy
     Measure(measure::Args),
     /// An MCP server on standard input/output that puts the servers of a servers file behind a policy
     Gateway(gateway::Args),
+    /// Start the servers of a servers file and write the registry the gateway would serve
+    Registry(registry::Args),
 }
 
 fn main() -> ExitCode {
@@ -92,6 +95,7 @@ fn main() -> ExitCode {
         Command::Replay(a) => replay::run(a),
         Command::Measure(a) => measure::run(a),
         Command::Gateway(a) => gateway::run(a),
+        Command::Registry(a) => registry::run(a),
     };
     match result {
         Ok(code) => code,

@@ -1,17 +1,31 @@
-//! `policy measure --policy F --registry F [--skills F] [--bot B] [--flag X]...`
+//! `policy measure --policy F --registry F [--skills F] [--bot B] [--flag X]...
+//! [--grant SEL]... [--engine-tools] [--exposure call|list-changed]`
 //!
-//! Per mode: the tools and tokens declared were every visible tool declared,
-//! against what the policy declares on the first turn plus the catalog that
-//! stands for the rest, and the share of tokens saved.
+//! Per mode: the tools and tokens the model is given on the first turn,
+//! against two baselines: every tool the context does not hide, declared,
+//! and every registry tool declared (no policy). The same figures as
+//! `policy gateway --dry-run` and `policy check --max-tokens`.
 
 use std::process::ExitCode;
 
 use serde::Serialize;
 use toolpolicy::Context;
 use toolpolicy::chars::escape;
+use toolpolicy::runtime::{
+    DEFAULT_CALL_TOOL, Delivery, FirstTurn, TOKENS_NOTE, supplied_search_name,
+};
 
 use crate::common::{self, CliError, Format};
 use crate::runtime_args::{EngineArgs, thousands};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
+enum ExposureArg {
+    /// The gateway's default: the engine's call-through tool is listed too
+    #[default]
+    Call,
+    /// Activated tools are declared from the next step (the Node module's default)
+    ListChanged,
+}
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -23,6 +37,19 @@ pub struct Args {
     /// A runtime flag that is set (repeatable)
     #[arg(long = "flag")]
     flags: Vec<String>,
+    /// A runtime grant, in selector syntax (repeatable); with any, the chat sees only what they grant
+    #[arg(long = "grant")]
+    grants: Vec<String>,
+    /// The runtime supplies the engine's own search tool (as `policy gateway`
+    /// and the Node module do) under the first name a `search` statement
+    /// gives: count its definition. Implied when that name is `tool_search`
+    #[arg(long)]
+    engine_tools: bool,
+    /// With the engine's own tools: how activated tools reach the model, as
+    /// the gateway's `--exposure` says
+    #[arg(long, value_enum, default_value_t)]
+    exposure: ExposureArg,
+    /// Output format
     #[arg(long, value_enum, default_value_t)]
     format: Format,
 }
@@ -36,16 +63,22 @@ struct Count {
 #[derive(Serialize)]
 struct Row {
     mode: Option<String>,
+    /// What the model is given on the first turn (see `FirstTurn::listed`).
+    listed: Count,
+    /// The registry tools the policy declares on the first turn.
+    declared: Count,
+    /// The catalog standing for the deferred tools (inside the engine's
+    /// search tool where the engine supplies it).
+    catalog: Count,
     /// Every tool the context does not hide, all declared.
     all: Count,
-    /// What the policy declares on the first turn.
-    declared: Count,
-    /// The catalog standing for the deferred tools.
-    catalog: Count,
     hidden: usize,
+    /// Every registry tool declared: no policy.
+    no_policy: Count,
     skills_tokens: u64,
-    /// `1 - (declared + catalog) / all`, over tool tokens.
+    /// `1 - listed / all` and `1 - listed / no_policy`, in percent.
     saved: f64,
+    saved_no_policy: f64,
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
@@ -56,13 +89,18 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     } else {
         snap.table().modes().iter().cloned().map(Some).collect()
     };
+    let supplied = supplied_search_name(snap.table(), args.engine_tools).is_some();
+    let own = supplied.then_some(match args.exposure {
+        ExposureArg::Call => Delivery::CallThrough(DEFAULT_CALL_TOOL),
+        ExposureArg::ListChanged => Delivery::Declared,
+    });
     let mut rows = Vec::new();
     for mode in modes {
         let ctx = Context {
             mode: mode.clone(),
             bot: args.bot.clone(),
             flags: args.flags.iter().cloned().collect(),
-            grants: None,
+            grants: (!args.grants.is_empty()).then(|| args.grants.clone()),
         };
         let usage = |e: toolpolicy::ContextError| CliError::Usage(e.to_string());
         let plan = engine
@@ -71,14 +109,13 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             .plan(&engine)
             .map_err(usage)?;
         let t = plan.tokens();
-        let hidden = plan.hidden().count();
-        let all_tokens = t.all_declared - t.skills;
-        let spent = t.declared + t.catalog;
+        let first: FirstTurn = plan.first_turn(own);
+        let own_tools = own.map_or(0, |d| plan.own_tools(d).len());
         rows.push(Row {
             mode,
-            all: Count {
-                tools: snap.registry().len() - hidden,
-                tokens: all_tokens,
+            listed: Count {
+                tools: plan.declared_len() + own_tools,
+                tokens: first.listed,
             },
             declared: Count {
                 tools: plan.declared_len(),
@@ -88,45 +125,56 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                 tools: plan.deferred_len(),
                 tokens: t.catalog,
             },
-            hidden,
-            skills_tokens: t.skills,
-            saved: if all_tokens == 0 {
-                0.0
-            } else {
-                1.0 - spent as f64 / all_tokens as f64
+            all: Count {
+                tools: snap.registry().len() - first.hidden,
+                tokens: first.all_visible,
             },
+            hidden: first.hidden,
+            no_policy: Count {
+                tools: snap.registry().len(),
+                tokens: first.no_policy,
+            },
+            skills_tokens: t.skills,
+            saved: first.saved(first.all_visible),
+            saved_no_policy: first.saved(first.no_policy),
         });
     }
     if args.format == Format::Json {
         common::print_json(&serde_json::json!({
             "policy": args.files.policy.display().to_string(),
             "registry": args.files.registry.display().to_string(),
+            "engine_tools": supplied,
             "modes": rows,
+            "note": TOKENS_NOTE,
         }))?;
         return Ok(ExitCode::SUCCESS);
     }
     let header = [
         "mode",
-        "all tools",
+        "listed",
         "tokens",
-        "declared",
-        "tokens",
-        "catalog",
+        "deferred",
+        "hidden",
+        "all visible",
         "tokens",
         "saved",
+        "no policy",
+        "saved",
     ];
-    let cells: Vec<[String; 8]> = rows
+    let cells: Vec<[String; 10]> = rows
         .iter()
         .map(|r| {
             [
                 r.mode.clone().unwrap_or_else(|| "(no mode)".into()),
-                r.all.tools.to_string(),
+                thousands(r.listed.tools as u64),
+                thousands(r.listed.tokens),
+                thousands(r.catalog.tools as u64),
+                thousands(r.hidden as u64),
+                thousands(r.all.tools as u64),
                 thousands(r.all.tokens),
-                r.declared.tools.to_string(),
-                thousands(r.declared.tokens),
-                r.catalog.tools.to_string(),
-                thousands(r.catalog.tokens),
-                format!("{:.0}%", r.saved * 100.0),
+                format!("{:.1}%", r.saved),
+                thousands(r.no_policy.tokens),
+                format!("{:.1}%", r.saved_no_policy),
             ]
         })
         .collect();
@@ -147,10 +195,16 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     for row in &cells {
         println!("{}", escape(&line(&row.each_ref().map(String::as_str))));
     }
+    let listed = if supplied {
+        "the declared tools and the engine's own tools, whose search tool carries the catalog of the deferred tools"
+    } else {
+        "the declared tools and the catalog of the deferred tools (the runtime brings its own search tool; `--engine-tools` if the engine supplies it)"
+    };
     println!(
-        "\n`all`: every tool the context does not hide, declared; `declared`: the policy's first turn; \
-         `catalog`: the deferred tools and the tokens of the catalog that lists them; \
-         saved: 1 - (declared + catalog) / all"
+        "\n`listed`: what the model is given on the first turn: {listed}; \
+         `all visible`: every tool the context does not hide, declared (hidden tools are left out: \
+         the policy hides them with or without deferring); `no policy`: every registry tool declared; \
+         saved: 1 - listed / the baseline on its left (below zero, the list costs more)\n{TOKENS_NOTE}"
     );
     Ok(ExitCode::SUCCESS)
 }

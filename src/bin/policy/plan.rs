@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use toolpolicy::chars::escape;
-use toolpolicy::runtime::{Plan, parse_provider};
+use toolpolicy::runtime::{Plan, TOKENS_NOTE, parse_provider, percent_saved};
 
 use crate::common::{self, CliError, Format};
 use crate::runtime_args::{ContextArgs, EngineArgs, names, session, thousands};
@@ -18,6 +18,7 @@ pub struct Args {
     /// generic, openai, openai-responses, anthropic, anthropic-deferred
     #[arg(long, value_name = "PROVIDER")]
     tools: Option<String>,
+    /// Output format
     #[arg(long, value_enum, default_value_t)]
     format: Format,
 }
@@ -78,12 +79,13 @@ fn human(plan: &Plan) -> String {
         100.0 * (1.0 - t.total as f64 / t.all_declared as f64)
     };
     out += &format!(
-        "\ntokens: {} declared + {} catalog + {} skills = {}; {} had every visible tool been declared ({saved:.0}% saved)\n",
+        "\ntokens: {} declared + {} catalog + {} skills = {}; {} had every visible tool been declared ({})\n({TOKENS_NOTE})\n",
         thousands(t.declared),
         thousands(t.catalog),
         thousands(t.skills),
         thousands(t.total),
         thousands(t.all_declared),
+        percent_saved(saved),
     );
     out
 }

@@ -16,7 +16,7 @@ use crate::search::indent;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The scenario file (JSON, SPEC 3.4)
+    /// The scenario file (JSON): the context, the files, and the steps with what each expects
     scenario: PathBuf,
     /// The policy (default: the scenario's `policy`)
     #[arg(long)]
@@ -27,6 +27,7 @@ pub struct Args {
     /// The skill list (default: the scenario's `skills`)
     #[arg(long)]
     skills: Option<PathBuf>,
+    /// Output format
     #[arg(long, value_enum, default_value_t)]
     format: Format,
 }

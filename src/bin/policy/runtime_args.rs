@@ -40,6 +40,7 @@ impl ContextArgs {
 /// The files `plan`, `search` and `measure` build their engine from.
 #[derive(clap::Args, Debug, Clone)]
 pub struct EngineArgs {
+    /// The policy file
     #[arg(long)]
     pub policy: PathBuf,
     /// The tool registry (JSON)

@@ -24,6 +24,7 @@ pub struct Args {
     /// tool and with what weight
     #[arg(long)]
     explain: bool,
+    /// Output format
     #[arg(long, value_enum, default_value_t)]
     format: Format,
 }

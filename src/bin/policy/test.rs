@@ -22,14 +22,19 @@
 //!
 //! A case may also give the item's facts when no registry does: `source`,
 //! `defer_loading` (the registry hint) and, for a skill, `model_invocable`; and
-//! the runtime's own `grants`. A folder means every `*.test.toml` in it.
+//! the runtime's own `grants`. With a `registry` (or `skills`), a case whose
+//! item is not in it and that gives none of those facts fails, with the
+//! closest names: a misspelled or renamed tool would otherwise pass. Every
+//! problem of a file (bad cases, unknown fields, missing modes) is reported
+//! at once. A folder means every `*.test.toml` in it.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
+use serde::Serialize;
 use toolpolicy::decision::{CauseKind, Exposure};
 use toolpolicy::diag::SourceFile;
 use toolpolicy::explain::rule_ref;
@@ -52,7 +57,9 @@ use crate::common::{self, CliError, Format};
 
 Top-level `policy`, `registry` and `skills` paths (relative to the file, and
 inside its folder) are optional; a case may give `source`, `defer_loading` and `model_invocable` for
-an item no registry describes. Ends with `N passed, N failed`; exits 1 on a
+an item no registry describes. With a registry, a case whose item is not in it
+(and that gives none of those) fails, naming the closest tools. Every problem
+of a file is reported at once. Ends with `N passed, N failed`; exits 1 on a
 failure, 2 on a bad file."
 )]
 pub struct Args {
@@ -62,6 +69,7 @@ pub struct Args {
     /// Also list the cases that pass
     #[arg(long, short)]
     verbose: bool,
+    /// Output format
     #[arg(long, value_enum, default_value_t)]
     format: Format,
 }
@@ -72,8 +80,9 @@ struct TestFile {
     policy: Option<String>,
     registry: Option<String>,
     skills: Option<String>,
+    /// Each case read on its own, so that every bad case is reported.
     #[serde(default, rename = "case")]
-    cases: Vec<toml::Spanned<Case>>,
+    cases: Vec<toml::Spanned<toml::Value>>,
 }
 
 #[derive(Deserialize, Clone)]
@@ -243,58 +252,83 @@ fn run_file(file: &Path, format: Format) -> Result<Vec<CaseReport>, CliError> {
     // from the start made 20,000 cases take 23 s.
     let lines = SourceFile::new(name.as_str(), text);
     let line_of = |offset: usize| lines.line_col(offset).0;
-    // Every case is checked before any runs, so a typo is an error, not a failure.
+    // Every case is checked before any runs, so a typo is an error, not a
+    // failure; every problem of the file is reported at once.
+    let mut problems = Vec::new();
+    let mut cases: Vec<toml::Spanned<Case>> = Vec::with_capacity(doc.cases.len());
     for c in &doc.cases {
+        let span = c.span();
+        match Case::deserialize(c.get_ref().clone()) {
+            Ok(case) => cases.push(toml::Spanned::new(span, case)),
+            Err(e) => problems.push(format!(
+                "{name}:{}: {}",
+                line_of(span.start),
+                e.message().trim_end()
+            )),
+        }
+    }
+    for c in &cases {
         let at = format!("{name}:{}", line_of(c.span().start));
         if parse_exposure(&c.get_ref().expect).is_none() {
-            return Err(CliError::Usage(format!(
+            problems.push(format!(
                 "{at}: `expect` is `{}`; use `active`, `deferred` or `hidden`",
                 c.get_ref().expect
-            )));
+            ));
         }
         if let Some(cause) = &c.get_ref().cause
             && CauseKind::parse(cause).is_none()
         {
-            return Err(CliError::Usage(format!(
+            problems.push(format!(
                 "{at}: unknown cause `{cause}`; use guard, search, hide, grant, nodefer, switch, defer, hint, default or model_invocable"
-            )));
+            ));
         }
     }
     let policy = match common::load_policy(&policy_path, format) {
-        Ok(p) => p,
-        Err(CliError::Reported) => {
-            // The policy's errors are printed; every case fails.
-            return Ok(doc
-                .cases
-                .iter()
-                .map(|c| {
-                    failed_case(
-                        &name,
-                        line_of(c.span().start),
-                        c.get_ref(),
-                        "the policy has errors",
-                    )
-                })
-                .collect());
-        }
+        Ok(p) => Some(p),
+        Err(CliError::Reported) => None,
         Err(e) => return Err(e),
     };
     // A context always has a mode when the policy declares some (SPEC 2.3).
-    if let Some(c) = doc.cases.iter().find(|c| c.get_ref().mode.is_none())
-        && !policy.modes.is_empty()
-    {
+    if let Some(policy) = policy.as_ref().filter(|p| !p.modes.is_empty()) {
         let modes: Vec<String> = policy.modes.iter().map(|m| format!("`{m}`")).collect();
+        for c in cases.iter().filter(|c| c.get_ref().mode.is_none()) {
+            problems.push(format!(
+                "{name}:{}: the case has no `mode`, and the policy declares {}",
+                line_of(c.span().start),
+                modes.join(", ")
+            ));
+        }
+    }
+    if !problems.is_empty() {
+        let n = problems.len();
         return Err(CliError::Usage(format!(
-            "{name}:{}: the case has no `mode`, and the policy declares {}",
-            line_of(c.span().start),
-            modes.join(", ")
+            "`{name}` has {n} problem{}:\n{}",
+            if n == 1 { "" } else { "s" },
+            problems.join("\n")
         )));
     }
+    let Some(policy) = policy else {
+        // The policy's errors are printed; every case fails.
+        return Ok(cases
+            .iter()
+            .map(|c| {
+                failed_case(
+                    &name,
+                    line_of(c.span().start),
+                    c.get_ref(),
+                    "the policy has errors",
+                )
+            })
+            .collect());
+    };
+    let lists = Lists {
+        registry: registry.as_ref().zip(doc.registry.as_deref()),
+        skills: skills.as_ref().zip(doc.skills.as_deref()),
+    };
     let table = Table::compile(&policy);
     // Cases share a few contexts: each is resolved once.
     let mut contexts: HashMap<Context, Result<Resolved, String>> = HashMap::new();
-    Ok(doc
-        .cases
+    Ok(cases
         .iter()
         .map(|c| {
             let ctx = context_of(c.get_ref());
@@ -302,7 +336,14 @@ fn run_file(file: &Path, format: Format) -> Result<Vec<CaseReport>, CliError> {
                 .entry(ctx)
                 .or_insert_with_key(|ctx| table.resolve(ctx).map_err(|e| e.to_string()));
             let line = line_of(c.span().start);
+            let unknown = unknown_item(c.get_ref(), &lists);
             match resolved {
+                Ok(_) if unknown.is_some() => failed_case(
+                    &name,
+                    line,
+                    c.get_ref(),
+                    unknown.as_deref().unwrap_or_default(),
+                ),
                 Ok(resolved) => {
                     let item = item_of(c.get_ref(), registry.as_ref(), skills.as_ref());
                     run_case(&policy, &table, resolved, &item, &name, line, c.get_ref())
@@ -311,6 +352,45 @@ fn run_file(file: &Path, format: Format) -> Result<Vec<CaseReport>, CliError> {
             }
         })
         .collect())
+}
+
+/// The registry and skill list a test file names, with the names it gives them.
+struct Lists<'a> {
+    registry: Option<(&'a Registry, &'a str)>,
+    skills: Option<(&'a SkillList, &'a str)>,
+}
+
+/// Why a case's item is not one its file's registry or skill list knows,
+/// when it names one and the case does not describe the item itself: a
+/// case about a misspelled or renamed tool would test a name no runtime
+/// has, and pass.
+fn unknown_item(c: &Case, lists: &Lists<'_>) -> Option<String> {
+    let (name, known, list, what): (&str, Vec<&str>, &str, &str) = match c
+        .item
+        .strip_prefix("skill:")
+    {
+        Some(skill) => {
+            let (skills, path) = lists.skills?;
+            if skills.get(skill).is_some() || c.source.is_some() || c.model_invocable.is_some() {
+                return None;
+            }
+            let names = skills.skills().iter().map(|s| s.name.as_str()).collect();
+            (skill, names, path, "skill list")
+        }
+        None => {
+            let (registry, path) = lists.registry?;
+            if registry.get(&c.item).is_some() || c.source.is_some() || c.defer_loading.is_some() {
+                return None;
+            }
+            let names = registry.tools().iter().map(|t| t.name.as_str()).collect();
+            (c.item.as_str(), names, path, "registry")
+        }
+    };
+    let help = toolpolicy::diag::did_you_mean(name, known).unwrap_or_else(|| {
+        "give the item's `source` (or its hints) in the case to test a name the list lacks"
+            .to_string()
+    });
+    Some(format!("`{name}` is not in the {what} `{list}` ({help})"))
 }
 
 fn parse_exposure(s: &str) -> Option<Exposure> {

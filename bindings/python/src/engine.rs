@@ -1,0 +1,446 @@
+//! `Engine`: the policy, the tool registry and the skill list, shared by
+//! every chat of a host and by every thread. Hot reload swaps them whole; a
+//! reload that fails raises and leaves the last good engine in place.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use toolpolicy::explain::{explain, note_plan};
+use toolpolicy::{ItemRef, Policy, Registry, SessionState, SkillList};
+
+use crate::args;
+use crate::cache::Defs;
+use crate::convert::to_py;
+use crate::error::{self, Diag, guard};
+use crate::session::Session;
+
+/// The shared engine: build one per process (or per policy) and a
+/// `Session` per chat.
+#[pyclass(frozen, module = "toolpolicy")]
+pub struct Engine {
+    pub(crate) inner: Arc<toolpolicy::Engine>,
+    /// The policy's file name, for the diagnostics of a reload.
+    file: Mutex<String>,
+    /// The Python objects its sessions' plans share.
+    defs: Arc<Defs>,
+}
+
+/// Reads a file through the library's reader, so that its size cap holds
+/// here too: `/dev/zero` or a runaway registry is refused, not read until
+/// memory runs out.
+fn read(path: &str) -> Result<Vec<u8>, String> {
+    toolpolicy::input::read(Path::new(path))
+        .map_err(|e| format!("cannot read `{path}`: {}", lowercase_first(&e.to_string())))
+}
+
+/// The system's `No such file or directory` as a message starts:
+/// lowercase, with the rest (the library's `64 MiB`) left as it is.
+fn lowercase_first(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map_or_else(String::new, |c| c.to_lowercase().chain(chars).collect())
+}
+
+fn utf8(path: &str, bytes: Vec<u8>) -> Result<String, String> {
+    String::from_utf8(bytes).map_err(|_| format!("`{path}` is not UTF-8"))
+}
+
+/// A text file read as the engine reads its inputs, without a leading
+/// byte-order mark.
+fn read_text(path: &str) -> Result<String, String> {
+    let text = utf8(path, read(path)?)?;
+    Ok(match toolpolicy::input::strip_bom(&text).len() {
+        n if n == text.len() => text,
+        n => text[text.len() - n..].to_string(),
+    })
+}
+
+/// What goes wrong while building an engine, made into an exception once
+/// the GIL is held again.
+enum BuildError {
+    Read(String),
+    Policy(toolpolicy::LoadErrors),
+    List(String, toolpolicy::registry::LoadError),
+}
+
+impl From<BuildError> for PyErr {
+    fn from(e: BuildError) -> PyErr {
+        match e {
+            BuildError::Read(m) => error::usage(m, None),
+            BuildError::Policy(e) => error::policy(&e),
+            BuildError::List(file, e) => error::list(&file, &e),
+        }
+    }
+}
+
+fn registry(file: &str, text: &str) -> Result<Registry, BuildError> {
+    Registry::from_json(text).map_err(|e| BuildError::List(file.into(), e))
+}
+
+fn skills(file: &str, text: &str) -> Result<SkillList, BuildError> {
+    SkillList::from_json(text).map_err(|e| BuildError::List(file.into(), e))
+}
+
+impl Engine {
+    fn from_parts(engine: toolpolicy::Engine, file: String) -> Engine {
+        Engine {
+            inner: Arc::new(engine),
+            file: Mutex::new(file),
+            defs: Arc::default(),
+        }
+    }
+}
+
+#[pymethods]
+impl Engine {
+    /// An engine from policy text and the tools: a list of definitions in
+    /// any registry shape (generic, Anthropic, OpenAI, MCP), a dict with a
+    /// `tools` list, or JSON text of either.
+    #[new]
+    #[pyo3(signature = (policy_text, tools, *, file = None, skills = None))]
+    fn new(
+        py: Python<'_>,
+        policy_text: &Bound<'_, PyAny>,
+        tools: &Bound<'_, PyAny>,
+        file: Option<&Bound<'_, PyAny>>,
+        skills: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Engine> {
+        guard(|| {
+            let text = args::string(policy_text, "policy_text")?;
+            let tools = args::json_text(tools, "tools")?;
+            let file = args::opt_string(file, "file")?.unwrap_or_else(|| "policy".to_string());
+            let skill_text = match skills.filter(|s| !s.is_none()) {
+                Some(v) => Some(args::json_text(v, "skills")?),
+                None => None,
+            };
+            let engine = py.detach(|| -> Result<toolpolicy::Engine, BuildError> {
+                let skill_list = match &skill_text {
+                    Some(t) => self::skills("skills", t)?,
+                    None => SkillList::default(),
+                };
+                let policy = Policy::parse(file.as_str(), text).map_err(BuildError::Policy)?;
+                let registry = registry("tools", &tools)?;
+                Ok(toolpolicy::Engine::new(policy, registry, skill_list))
+            })?;
+            Ok(Engine::from_parts(engine, file))
+        })
+    }
+
+    /// An engine from a policy file, a registry file and maybe a skill list
+    /// file, each read under the engine's 64 MiB cap; diagnostics name the
+    /// files.
+    #[staticmethod]
+    #[pyo3(signature = (policy_path, registry_path, skills_path = None))]
+    fn from_files(
+        py: Python<'_>,
+        policy_path: &Bound<'_, PyAny>,
+        registry_path: &Bound<'_, PyAny>,
+        skills_path: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Engine> {
+        guard(|| {
+            let policy_path = path(policy_path, "policy_path")?;
+            let registry_path = path(registry_path, "registry_path")?;
+            let skills_path = match skills_path.filter(|s| !s.is_none()) {
+                Some(p) => Some(path(p, "skills_path")?),
+                None => None,
+            };
+            let engine = py.detach(|| -> Result<toolpolicy::Engine, BuildError> {
+                let bytes = read(&policy_path).map_err(BuildError::Read)?;
+                let policy =
+                    Policy::from_bytes(policy_path.as_str(), &bytes).map_err(BuildError::Policy)?;
+                let text = utf8(
+                    &registry_path,
+                    read(&registry_path).map_err(BuildError::Read)?,
+                )
+                .map_err(BuildError::Read)?;
+                let registry = registry(&registry_path, &text)?;
+                let skill_list = match &skills_path {
+                    Some(p) => {
+                        let text = utf8(p, read(p).map_err(BuildError::Read)?)
+                            .map_err(BuildError::Read)?;
+                        skills(p, &text)?
+                    }
+                    None => SkillList::default(),
+                };
+                Ok(toolpolicy::Engine::new(policy, registry, skill_list))
+            })?;
+            Ok(Engine::from_parts(engine, policy_path))
+        })
+    }
+
+    /// A new chat in a context; raises on a mode the policy does not declare
+    /// (a policy with modes needs one).
+    #[pyo3(signature = (context = None))]
+    fn session(&self, context: Option<&Bound<'_, PyAny>>) -> PyResult<Session> {
+        guard(|| {
+            let ctx = args::context(context, "context")?;
+            let inner = self.inner.session(ctx).map_err(|e| error::context(&e))?;
+            Ok(Session::new(
+                Arc::clone(&self.inner),
+                Arc::clone(&self.defs),
+                inner,
+            ))
+        })
+    }
+
+    /// A chat from its saved `state()` (a dict or JSON text): activations
+    /// are rebuilt from its evidence, as after a restart.
+    fn resume(&self, py: Python<'_>, state: &Bound<'_, PyAny>) -> PyResult<Session> {
+        guard(|| {
+            let text = args::json_text(state, "state")?;
+            let state: SessionState = serde_json::from_str(&text).map_err(|e| {
+                error::usage(
+                    format!("bad session state: {e}"),
+                    Some("pass what `session.state()` returned".into()),
+                )
+            })?;
+            let engine = &*self.inner;
+            let inner = py
+                .detach(|| engine.resume(state))
+                .map_err(|e| error::context(&e))?;
+            Ok(Session::new(
+                Arc::clone(&self.inner),
+                Arc::clone(&self.defs),
+                inner,
+            ))
+        })
+    }
+
+    /// Why an item (a tool name, or `skill:NAME`) is active, deferred or
+    /// hidden in a context: the `explain` JSON contract.
+    #[pyo3(signature = (item, context = None))]
+    fn explain<'py>(
+        &self,
+        py: Python<'py>,
+        item: &Bound<'py, PyAny>,
+        context: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        guard(|| {
+            let name = args::string(item, "item")?;
+            let ctx = args::context(context, "context")?;
+            if name.strip_prefix("skill:").unwrap_or(&name).is_empty() {
+                return Err(error::usage(
+                    format!("`{name}` names nothing"),
+                    Some("give a tool name or `skill:NAME`".into()),
+                ));
+            }
+            let engine = &*self.inner;
+            let value = py
+                .detach(|| -> Result<serde_json::Value, toolpolicy::ContextError> {
+                    let snap = engine.snapshot();
+                    let item = match name.strip_prefix("skill:") {
+                        Some(skill) => snap
+                            .skills()
+                            .get(skill)
+                            .map_or(ItemRef::skill(skill), ItemRef::from_skill),
+                        None => snap
+                            .registry()
+                            .get(&name)
+                            .map_or(ItemRef::tool(&name), ItemRef::from_tool),
+                    };
+                    let mut e = explain(snap.policy(), snap.table(), &ctx, &item)?;
+                    note_plan(&mut e, snap.table(), snap.registry())?;
+                    Ok(serde_json::to_value(&e).unwrap_or_default())
+                })
+                .map_err(|e| error::context(&e))?;
+            to_py(py, &value)
+        })
+    }
+
+    /// Replaces the policy; raises with its diagnostics and keeps the last
+    /// good one when it does not load. Sessions use it from their next call.
+    #[pyo3(signature = (text, file = None))]
+    fn reload_policy(
+        &self,
+        py: Python<'_>,
+        text: &Bound<'_, PyAny>,
+        file: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        guard(|| {
+            let text = args::string(text, "text")?;
+            let file = match args::opt_string(file, "file")? {
+                Some(f) => f,
+                None => self
+                    .file
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone(),
+            };
+            let engine = &*self.inner;
+            py.detach(|| engine.reload_policy(&file, &text))
+                .map_err(|e| error::policy(&e))?;
+            *self.file.lock().unwrap_or_else(PoisonError::into_inner) = file;
+            Ok(())
+        })
+    }
+
+    /// Replaces the registry (a list of definitions or JSON text); raises
+    /// and keeps the last good one when it does not load. Sessions keep
+    /// their activations by name.
+    fn reload_registry(&self, py: Python<'_>, tools: &Bound<'_, PyAny>) -> PyResult<()> {
+        guard(|| {
+            let text = args::json_text(tools, "tools")?;
+            let engine = &*self.inner;
+            py.detach(|| engine.reload_registry(&text))
+                .map_err(|e| error::list("tools", &e))
+        })
+    }
+
+    /// Replaces the skill list; raises and keeps the last good one.
+    fn reload_skills(&self, py: Python<'_>, skills: &Bound<'_, PyAny>) -> PyResult<()> {
+        guard(|| {
+            let text = args::json_text(skills, "skills")?;
+            let engine = &*self.inner;
+            py.detach(|| engine.reload_skills(&text))
+                .map_err(|e| error::list("skills", &e))
+        })
+    }
+
+    /// What loaded but reads badly: registry and skill names that differ
+    /// only by case or Unicode form (`PL115`), one diagnostic each.
+    fn warnings<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        guard(|| {
+            let snap = self.inner.snapshot();
+            let all = snap
+                .registry()
+                .warnings()
+                .iter()
+                .map(|w| ("tools", w))
+                .chain(snap.skills().warnings().iter().map(|w| ("skills", w)));
+            all.map(|(file, w)| {
+                Diag {
+                    code: Some(w.code.as_str().to_string()),
+                    severity: "warning",
+                    file: Some(file.to_string()),
+                    path: Some(w.path.clone()),
+                    ..Diag::plain(w.message.clone(), w.help.clone())
+                }
+                .to_dict(py)
+            })
+            .collect()
+        })
+    }
+
+    /// The modes the policy declares, in file order.
+    #[getter]
+    fn modes(&self) -> Vec<String> {
+        self.inner.snapshot().policy().modes.clone()
+    }
+
+    /// The tool names of the registry, in registry order.
+    #[getter]
+    fn tool_names(&self) -> Vec<String> {
+        let snap = self.inner.snapshot();
+        snap.registry()
+            .tools()
+            .iter()
+            .map(|t| t.name.clone())
+            .collect()
+    }
+}
+
+/// A path: a string or an `os.PathLike` (`pathlib.Path`).
+fn path(v: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
+    if v.hasattr("__fspath__")? {
+        let p = v.call_method0("__fspath__")?;
+        return args::string(&p, what);
+    }
+    args::string(v, what).map_err(|_| {
+        error::usage(
+            format!(
+                "{what} must be a string or a path, not {}",
+                v.get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default()
+            ),
+            None,
+        )
+    })
+}
+
+/// A text file read the way the engine reads its own inputs: under the
+/// library's 64 MiB cap, as UTF-8, without a leading byte-order mark. For a
+/// host's own files (a settings file, a policy it passes as text), so that
+/// `/dev/zero` or an endless pipe is refused there too.
+#[pyfunction]
+pub fn read_input(py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<String> {
+    guard(|| {
+        let path = self::path(path, "path")?;
+        py.detach(|| read_text(&path))
+            .map_err(|m| error::usage(m, None))
+    })
+}
+
+/// For `bench.py`: the same calls as its Python ones, timed in Rust in the
+/// same process, so that the difference (what Python adds) is measured
+/// under the same load. Nanoseconds per call.
+#[pyfunction]
+#[pyo3(name = "_time_in_rust")]
+pub fn time_in_rust(
+    py: Python<'_>,
+    engine: &Engine,
+    what: String,
+    query: String,
+    iterations: u32,
+) -> f64 {
+    let e = &*engine.inner;
+    py.detach(|| bench_in_rust(e, &what, &query, iterations))
+}
+
+fn bench_in_rust(e: &toolpolicy::Engine, what: &str, query: &str, iterations: u32) -> f64 {
+    use std::hint::black_box;
+    use toolpolicy::runtime::{Delivery, Provider};
+    let Ok(mut chat) = e.session(toolpolicy::Context::default()) else {
+        return f64::NAN;
+    };
+    // Two contexts to switch between, as `bench.py` does before each
+    // changed plan.
+    let flags = |f: &str| toolpolicy::Context {
+        flags: [f.to_string()].into_iter().collect(),
+        ..toolpolicy::Context::default()
+    };
+    let contexts = [flags("a"), flags("b")];
+    let start = std::time::Instant::now();
+    for n in 0..iterations {
+        if what.ends_with("-switch") {
+            black_box(chat.set_context(e, contexts[n as usize % 2].clone()).ok());
+        }
+        let plan = match what {
+            "session" | "search" | "search-again" => None,
+            _ => chat.plan(e).ok(),
+        };
+        match (what, plan) {
+            ("plan" | "plan-switch", Some(plan)) => {
+                black_box(plan.provider_tools(Provider::Generic));
+                black_box(plan.deferred().count());
+            }
+            ("tool-list-switch", Some(plan)) => {
+                black_box(plan.tool_list(Delivery::Declared));
+                black_box(plan.provider_tools(Provider::Generic));
+            }
+            ("openai-switch", Some(plan)) => {
+                black_box(plan.provider_tools(Provider::OpenAiChat));
+            }
+            ("plan-cached", Some(plan)) => {
+                black_box(plan.declared_len());
+            }
+            ("session", _) => {
+                black_box(e.session(toolpolicy::Context::default()).ok());
+            }
+            ("search", _) => {
+                if let Ok(mut s) = e.session(toolpolicy::Context::default()) {
+                    black_box(s.search(e, query, &[] as &[&str]).ok());
+                }
+            }
+            ("search-again", _) => {
+                black_box(chat.search(e, query, &[] as &[&str]).ok());
+            }
+            _ => return f64::NAN,
+        }
+    }
+    start.elapsed().as_nanos() as f64 / f64::from(iterations.max(1))
+}
