@@ -406,7 +406,8 @@ fn search(c: &mut Criterion, base: &[Tool]) {
             b.iter(|| {
                 let q = QUERIES[k % QUERIES.len()];
                 k += 1;
-                black_box(index.rank(q, |_| true))
+                // What a search does: rank, then judge what fits.
+                black_box(index.rank_fitting(q, |_| true, 4, |_| false))
             })
         });
     }

@@ -23,10 +23,11 @@ pub struct Fixtures {
 /// neither exists.
 pub fn fixtures() -> Option<Fixtures> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let candidates = [
-        root.join("../shared/fixtures/registries"),
-        root.join("examples/registries"),
-    ];
+    // `TOOLPOLICY_FIXTURES` names the shared registries where the checkout
+    // does not sit beside them (a git worktree), as for the tests.
+    let shared = std::env::var_os("TOOLPOLICY_FIXTURES")
+        .map_or_else(|| root.join("../shared/fixtures/registries"), Into::into);
+    let candidates = [shared, root.join("examples/registries")];
     for dir in &candidates {
         if let Some(tools) = read_dir(dir) {
             return Some(Fixtures {

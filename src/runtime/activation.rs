@@ -44,6 +44,108 @@ pub struct ActivationResult {
     pub text: String,
 }
 
+/// Where deferred tools are: one `source` (a server, behind the gateway),
+/// how many deferred tools it holds, and a few words of what they do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Area {
+    pub source: String,
+    pub tools: usize,
+    pub words: Vec<String>,
+}
+
+/// At most this many areas, and words per area, in an empty result.
+const MAX_AREAS: usize = 12;
+const AREA_WORDS: usize = 4;
+
+/// Name words that say what a tool does to something, not what it is
+/// about: left out of an area's few words.
+const GENERIC_NAME_WORDS: &[&str] = &[
+    "add", "api", "create", "delete", "get", "list", "mcp", "patch", "post", "put", "remove",
+    "retrieve", "set", "update", "v1", "v2", "v3", "v4",
+];
+
+/// The areas of the tools at registry indices `deferred`: per `source`
+/// (tools without one are `other tools`), in the order each first appears,
+/// with each area's most frequent name words.
+pub(crate) fn areas(snap: &Snapshot, deferred: impl Iterator<Item = u32>) -> Vec<Area> {
+    let tools = snap.registry().tools();
+    // Per area, its name words: (word, count, first position).
+    type Words = Vec<(String, usize, usize)>;
+    let mut out: Vec<(Area, Words)> = Vec::new();
+    for i in deferred {
+        let Some(tool) = tools.get(i as usize) else {
+            continue;
+        };
+        let source = tool.source.as_deref().unwrap_or("other tools");
+        let k = match out.iter().position(|(a, _)| a.source == source) {
+            Some(k) => k,
+            None => {
+                out.push((
+                    Area {
+                        source: source.to_string(),
+                        tools: 0,
+                        words: Vec::new(),
+                    },
+                    Vec::new(),
+                ));
+                out.len() - 1
+            }
+        };
+        let (area, counts) = &mut out[k];
+        area.tools += 1;
+        let server = source.rsplit(':').next().unwrap_or(source).to_lowercase();
+        for word in name_words(&tool.name) {
+            if word.len() < 3 || word == server || GENERIC_NAME_WORDS.contains(&word.as_str()) {
+                continue;
+            }
+            match counts.iter_mut().find(|(w, _, _)| *w == word) {
+                Some(c) => c.1 += 1,
+                None => {
+                    let at = counts.len();
+                    counts.push((word, 1, at));
+                }
+            }
+        }
+    }
+    out.into_iter()
+        .map(|(mut area, mut counts)| {
+            counts.sort_by_key(|&(_, n, at)| (std::cmp::Reverse(n), at));
+            area.words = counts
+                .into_iter()
+                .take(AREA_WORDS)
+                .map(|(w, _, _)| w)
+                .collect();
+            area
+        })
+        .collect()
+}
+
+/// A tool name's words, lowercased: split on `_ - . / :`, spaces and
+/// camelCase.
+fn name_words(name: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut prev_lower = false;
+    for c in name.chars() {
+        if !c.is_alphanumeric() {
+            if !word.is_empty() {
+                words.push(std::mem::take(&mut word));
+            }
+            prev_lower = false;
+            continue;
+        }
+        if c.is_uppercase() && prev_lower && !word.is_empty() {
+            words.push(std::mem::take(&mut word));
+        }
+        prev_lower = c.is_lowercase() || c.is_numeric();
+        word.extend(c.to_lowercase());
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words
+}
+
 /// Which tool the text speaks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Verb {
@@ -83,6 +185,7 @@ impl ActivationResult {
         limit: u32,
         snap: &Snapshot,
         delivery: Delivery<'_>,
+        areas: &[Area],
     ) {
         let mut t = String::new();
         let what = match verb {
@@ -130,29 +233,70 @@ impl ActivationResult {
                 list(&self.over_limit)
             );
         }
-        if !self.matches.is_empty() {
-            let _ = writeln!(
-                t,
-                "Also matching, not loaded: {}; search again or load them by name.",
-                list(&self.matches)
-            );
-        }
         let nothing = self.activated.is_empty()
             && self.already_active.is_empty()
             && self.unavailable.is_empty()
             && self.over_limit.is_empty();
-        if nothing && verb == Verb::Search {
-            let q = cut(&sanitize(query), ECHO_CHARS);
-            if q.is_empty() {
+        let q = cut(&sanitize(query), ECHO_CHARS);
+        if nothing && verb == Verb::Search && !q.is_empty() {
+            // Say so, and where to look instead (SPEC 3.3).
+            let _ = writeln!(
+                t,
+                "No on-demand tool matches `{q}` well enough, so none was loaded."
+            );
+            if !self.matches.is_empty() {
+                let _ = writeln!(
+                    t,
+                    "Closest, but weak matches: {}; load one by name only if it can really do this.",
+                    list(&self.matches)
+                );
+            }
+            write_areas(&mut t, areas);
+            t.push_str(
+                "Search again in other words, or load a tool by its exact name from the \
+                 catalog with `names` (names load exactly).\n",
+            );
+        } else {
+            if !self.matches.is_empty() {
+                let _ = writeln!(
+                    t,
+                    "Also matching, not loaded: {}; search again or load them by name.",
+                    list(&self.matches)
+                );
+            }
+            if nothing && verb == Verb::Search {
                 t.push_str("No tool was named and the query is empty.\n");
-            } else {
-                let _ = writeln!(t, "No on-demand tool matches `{q}`.");
             }
         }
         let n = self.remaining_deferred;
         let verb = if n == 1 { "remains" } else { "remain" };
         let _ = write!(t, "{n} {} {verb} on demand.", tools(n));
         self.text = t;
+    }
+}
+
+/// `On-demand tools are in: ...`, one area a line, or nothing without areas.
+fn write_areas(t: &mut String, areas: &[Area]) {
+    if areas.is_empty() {
+        return;
+    }
+    t.push_str("On-demand tools are in:\n");
+    for a in areas.iter().take(MAX_AREAS) {
+        let _ = write!(
+            t,
+            "- `{}`: {} {}",
+            cut(&sanitize(&a.source), 100),
+            a.tools,
+            tools(a.tools)
+        );
+        if !a.words.is_empty() {
+            let words: Vec<String> = a.words.iter().map(|w| cut(&sanitize(w), 40)).collect();
+            let _ = write!(t, " ({})", words.join(", "));
+        }
+        t.push('\n');
+    }
+    if areas.len() > MAX_AREAS {
+        let _ = writeln!(t, "- and {} more", areas.len() - MAX_AREAS);
     }
 }
 

@@ -45,6 +45,7 @@ mod paths;
 mod plan;
 mod provider;
 mod replay;
+pub mod search_eval;
 mod session;
 
 pub use activation::{ActivationResult, CallOutcome, MAX_MATCHES};

@@ -83,7 +83,9 @@ fn own(name: &str, description: String, parameters: Value) -> Tool {
 pub fn search_tool(name: &str, catalog: &str, delivery: Delivery<'_>) -> Tool {
     let mut description = String::from(
         "Find tools that are not loaded yet and load them. Say what you want to do in `query`, \
-         in plain words of any language; add exact tool names in `names` if you know them.",
+         in plain words of any language; add exact tool names in `names` if you know them. \
+         Only tools that fit are loaded: when none does, the result says so and where the \
+         on-demand tools are.",
     );
     match delivery {
         Delivery::Declared => {

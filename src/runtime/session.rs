@@ -19,10 +19,10 @@ use serde::{Deserialize, Serialize};
 use crate::audit::{Audit, AuditHook, EventCause, EventKind, Forwarded, Outcome};
 use crate::decision::{Context, ContextError, ItemRef};
 use crate::registry::{Registry, Skill};
-use crate::search::Explanation;
+use crate::search::{Explanation, Ranked};
 use crate::settings::{Activation, OnMiss};
 
-use super::activation::{ActivationResult, CallOutcome, MAX_MATCHES, Verb};
+use super::activation::{ActivationResult, CallOutcome, MAX_MATCHES, Verb, areas};
 use super::engine::{Engine, Snapshot};
 use super::evidence::{EvidenceLog, ResultStatus};
 use super::indices::IndexList;
@@ -434,7 +434,25 @@ impl Session {
             self.record_added(&snap, &out.activated);
         }
         out.remaining_deferred = self.remaining(&base);
-        out.write_text(verb, query, base.settings.max_activations, &snap, delivery);
+        // An empty search result names where the deferred tools are.
+        let areas = if verb == Verb::Search && out.activated.is_empty() {
+            let left = base
+                .deferred
+                .iter()
+                .copied()
+                .filter(|&i| !self.activated.contains(i));
+            areas(&snap, left)
+        } else {
+            Vec::new()
+        };
+        out.write_text(
+            verb,
+            query,
+            base.settings.max_activations,
+            &snap,
+            delivery,
+            &areas,
+        );
         self.emit(|| {
             let names: Vec<String> = names.iter().map(|n| n.as_ref().to_string()).collect();
             match verb {
@@ -469,19 +487,45 @@ impl Session {
         limit: usize,
         out: &mut ActivationResult,
     ) {
-        let ranked = snap.search_index_for(base).rank(query, |i| {
-            base.state(i as u32) == ToolState::Deferred && !self.activated.contains(i as u32)
-        });
+        // Only what fits is activated (SPEC 3.3): the rest of the ranking is
+        // named, not loaded. Tools the model has already (declared by policy
+        // or activated before, but not the guards and search tools) are
+        // ranked too: where one fits as well as what would be loaded, the
+        // result says it is there, and loads nothing weaker beside it.
+        let room = limit.saturating_sub(out.activated.len());
+        let own = &base.declared[..base.guards_len];
+        let has = |i: usize| {
+            let i32 = i as u32;
+            match base.state(i32) {
+                ToolState::Declared => !own.contains(&i32) && !base.search_tools.contains(&i32),
+                ToolState::Deferred => self.activated.contains(i32),
+                _ => false,
+            }
+        };
+        let ranked = snap.search_index_for(base).rank_fitting(
+            query,
+            |i| has(i) || base.state(i as u32) == ToolState::Deferred,
+            room,
+            has,
+        );
         let tools = snap.registry().tools();
         // Named tools past the limit are reported once, as `over_limit`; the
         // model chooses how many names it sends.
         let over_limit: HashSet<&str> = out.over_limit.iter().map(String::as_str).collect();
-        for i in ranked {
+        let named: HashSet<String> = out.already_active.iter().cloned().collect();
+        let had: Vec<bool> = ranked.iter().map(|r| has(r.tool)).collect();
+        for (Ranked { tool: i, activate }, had) in ranked.into_iter().zip(had) {
             let name = &tools[i].name;
+            if had {
+                if activate && !named.contains(name) {
+                    out.already_active.push(name.clone());
+                }
+                continue;
+            }
             if over_limit.contains(name.as_str()) {
                 continue;
             }
-            if out.activated.len() < limit {
+            if activate && out.activated.len() < limit {
                 self.activated.insert(i as u32);
                 out.activated.push(name.clone());
             } else if out.matches.len() < MAX_MATCHES {

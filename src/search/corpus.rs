@@ -1,4 +1,4 @@
-//! The words of a registry, read once: per tool, each term's count in each
+//! Step 2 of the search pipeline: the words of a registry, read once: per tool, each term's count in each
 //! field and each field's length, and the name lookups. An index (all tools,
 //! or all but a context's hidden ones) is counted from this without reading
 //! the registry again.
@@ -10,8 +10,15 @@ use serde_json::Value;
 use crate::registry::Registry;
 
 use super::intent::{self, Intent};
-use super::tokenize::{stem, tokenize_into};
-use super::{DESCRIPTION, FIELDS, NAME, PARAM_NAME, PARAM_TEXT, is_identifier_like};
+use super::tokenize::{Piece, scan, stem, tokenize_into};
+
+/// The fields of a tool, in order: name, description, parameter names,
+/// parameter text.
+pub(super) const FIELDS: usize = 4;
+pub(super) const NAME: usize = 0;
+pub(super) const DESCRIPTION: usize = 1;
+pub(super) const PARAM_NAME: usize = 2;
+pub(super) const PARAM_TEXT: usize = 3;
 
 /// One term of a tool: its id and its count in each field.
 pub(super) type TermCounts = (u32, [u16; FIELDS]);
@@ -181,4 +188,15 @@ fn server_words(source: Option<&str>) -> Box<[Box<str>]> {
         }
     }
     words.into_boxed_slice()
+}
+
+/// A name with more than one part, like `get_file_contents` or `getFile`.
+fn is_identifier_like(name: &str) -> bool {
+    let mut parts = 0;
+    scan(name, &mut |p| {
+        if let Piece::Word { parts: ps, .. } = p {
+            parts += ps.len();
+        }
+    });
+    parts > 1 && !name.contains(char::is_whitespace)
 }

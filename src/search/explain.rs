@@ -5,13 +5,15 @@
 
 use serde::Serialize;
 
-use super::{
-    CONCEPT_REST, DESCRIPTION, FIELDS, MAX_QUERY_BYTES, NAME, NAME_FLAG, PARAM_NAME, PARAM_TEXT,
-    SERVER_BONUS, SearchIndex, VERBATIM_NAME_BONUS, intent, intent_bonus, truncate,
-};
+use super::corpus::{DESCRIPTION, FIELDS, NAME, PARAM_NAME, PARAM_TEXT};
+use super::fit::Fit;
+use super::index::{NAME_FLAG, Posting, SearchIndex};
+use super::intent;
+use super::query::{MAX_QUERY_BYTES, truncate};
+use super::rank::{CONCEPT_REST, SERVER_BONUS, VERBATIM_NAME_BONUS, intent_bonus};
 
 /// The field names, in field order, as an explanation shows them.
-const FIELD_NAMES: [&str; FIELDS] = {
+pub(super) const FIELD_NAMES: [&str; FIELDS] = {
     let mut f = [""; FIELDS];
     f[NAME] = "name";
     f[DESCRIPTION] = "description";
@@ -29,6 +31,8 @@ pub struct Explanation {
     pub score: f32,
     pub concepts: Vec<ConceptMatch>,
     pub bonuses: Vec<Bonus>,
+    /// Whether the tool fits the query on its own, and what that rests on.
+    pub fit: Fit,
 }
 
 /// A bonus on top of the concepts: `name coverage`, `read or change, as
@@ -62,6 +66,34 @@ pub struct TermMatch {
     pub fields: Vec<&'static str>,
     /// Weight times the term's BM25F score in this tool.
     pub score: f32,
+}
+
+impl Explanation {
+    /// One line: the score and what it is made of, strongest concept first
+    /// (`\`read_file\` scored 5.10: \`read\` (query: name), \`fil\` (cedict: name, description)`).
+    pub fn summary(&self) -> String {
+        let mut concepts: Vec<&ConceptMatch> = self.concepts.iter().collect();
+        concepts.sort_by(|a, b| b.score.total_cmp(&a.score));
+        let parts: Vec<String> = concepts
+            .iter()
+            .map(|c| {
+                let t = &c.terms[0];
+                format!("`{}` ({}: {})", t.term, t.origin, t.fields.join(", "))
+            })
+            .chain(self.bonuses.iter().map(|b| b.what.clone()))
+            .collect();
+        let made_of = if parts.is_empty() {
+            "nothing matched".to_string()
+        } else {
+            parts.join(", ")
+        };
+        format!(
+            "`{}` scored {:.2}: {made_of}; {}",
+            self.tool,
+            self.score,
+            self.fit.reason()
+        )
+    }
 }
 
 fn bonus(what: &str, points: f32) -> Bonus {
@@ -150,22 +182,24 @@ impl SearchIndex {
         }
         let score = concepts.iter().map(|c| c.score).sum::<f32>()
             + bonuses.iter().map(|b| b.points).sum::<f32>();
+        let fit = self.fit(query, tool)?;
         Some(Explanation {
             tool: name.to_string(),
             score,
             concepts,
             bonuses,
+            fit,
         })
     }
 
-    fn posting(&self, term: u32, tool: usize) -> Option<&super::Posting> {
+    fn posting(&self, term: u32, tool: usize) -> Option<&Posting> {
         let list = self.postings.get(term as usize)?;
         list.binary_search_by_key(&(tool as u32), |p| p.tool & !NAME_FLAG)
             .ok()
             .map(|k| &list[k])
     }
 
-    fn term_text(&self, id: u32) -> String {
+    pub(super) fn term_text(&self, id: u32) -> String {
         self.corpus
             .terms
             .iter()

@@ -103,6 +103,13 @@ pub(super) fn chinese(word: &str) -> Option<Vec<String>> {
     Some(out)
 }
 
+/// Whether CC-CEDICT has the Chinese word `word`.
+pub(super) fn has_chinese(word: &str) -> bool {
+    cedict_index()
+        .binary_search_by(|&offset| headword(line_at(CEDICT, offset)).cmp(word))
+        .is_ok()
+}
+
 fn headword(line: &str) -> &str {
     line.split_once('\t').map_or(line, |(h, _)| h)
 }

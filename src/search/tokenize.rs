@@ -1,7 +1,5 @@
-//! Tokenizer: words (camelCase and separator splitting, light stemming,
+//! Step 1 of the search pipeline, the tokenizer: words (camelCase and separator splitting, light stemming,
 //! stopwords) and CJK runs (character bigrams and unigrams).
-
-use super::vocab::IRREGULAR;
 
 /// What the scanner found, in text order.
 pub(super) enum Piece {
@@ -228,4 +226,149 @@ pub(super) fn is_stopword(s: &str) -> bool {
 /// Function characters that carry no meaning as unigrams (their bigrams still count).
 pub(super) fn is_cjk_stopchar(c: char) -> bool {
     "的了吗呢吧啊我你他她它们请帮是在和与或把给要想个一这那有么".contains(c)
+}
+
+/// Irregular English forms, mapped to the form whose stem they share.
+pub(super) const IRREGULAR: &[(&str, &str)] = &[
+    ("began", "begin"),
+    ("begun", "begin"),
+    ("bought", "buy"),
+    ("broke", "break"),
+    ("broken", "break"),
+    ("brought", "bring"),
+    ("children", "child"),
+    ("chose", "choose"),
+    ("chosen", "choose"),
+    ("did", "do"),
+    ("done", "do"),
+    ("drawn", "draw"),
+    ("drew", "draw"),
+    ("fell", "fall"),
+    ("found", "find"),
+    ("gave", "give"),
+    ("given", "give"),
+    ("got", "get"),
+    ("gotten", "get"),
+    ("hid", "hide"),
+    ("hidden", "hide"),
+    ("indices", "index"),
+    ("kept", "keep"),
+    ("knew", "know"),
+    ("known", "know"),
+    ("led", "lead"),
+    ("logged", "login"),
+    ("made", "make"),
+    ("men", "man"),
+    ("ran", "run"),
+    ("said", "say"),
+    ("saw", "see"),
+    ("seen", "see"),
+    ("sent", "send"),
+    ("sought", "seek"),
+    ("spoke", "speak"),
+    ("spoken", "speak"),
+    ("stole", "steal"),
+    ("stolen", "steal"),
+    ("taken", "take"),
+    ("thought", "think"),
+    ("told", "tell"),
+    ("took", "take"),
+    ("understood", "understand"),
+    ("went", "go"),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn irregular_forms_are_sorted_and_unique() {
+        assert!(IRREGULAR.windows(2).all(|w| w[0].0 < w[1].0));
+    }
+
+    #[test]
+    fn stopword_list_is_sorted() {
+        assert!(STOPWORDS.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn tokenizer_splits_camel_snake_and_separators() {
+        assert_eq!(
+            tokenize("getFileContents"),
+            ["getfilecontent", "get", "fil", "content"]
+        );
+        assert_eq!(
+            tokenize("browser_take_screenshot"),
+            ["browser", "tak", "screenshot"]
+        );
+        assert_eq!(
+            tokenize("a-b.c/d:e f"),
+            ["b", "c", "e", "f"],
+            "single letters survive except stopwords `a` and `d`"
+        );
+        assert_eq!(tokenize("HTMLParser"), ["htmlparser", "html", "parser"]);
+        assert_eq!(
+            tokenize("sessionStorage"),
+            ["sessionstorag", "session", "storag"]
+        );
+        assert_eq!(tokenize("base64"), ["base64", "bas", "64"]);
+        assert_eq!(tokenize("PRs URLs"), ["prs", "url"]);
+    }
+
+    #[test]
+    fn stemming_agrees_across_forms() {
+        for group in [
+            &["create", "creates", "created", "creating"][..],
+            &["delete", "deleted", "deleting", "deletes"],
+            &["file", "files"],
+            &["entity", "entities"],
+            &["match", "matches", "matching", "matched"],
+            &["stop", "stopped", "stopping", "stops"],
+            &["commit", "commits", "committed"],
+            &["list", "lists", "listing", "listed"],
+            &["pull", "pulls", "pulling"],
+        ] {
+            let stems: Vec<String> = group.iter().map(|w| stem(w)).collect();
+            assert!(
+                stems.windows(2).all(|w| w[0] == w[1]),
+                "{group:?} -> {stems:?}"
+            );
+        }
+        assert_eq!(stem("add"), "add");
+        assert_eq!(stem("added"), "add");
+        assert_eq!(stem("status"), "status");
+        assert_eq!(stem("address"), "address");
+    }
+
+    #[test]
+    fn tokenizer_makes_cjk_ngrams() {
+        assert_eq!(
+            tokenize("搜索文件"),
+            ["搜索", "索文", "文件", "搜", "索", "文", "件"]
+        );
+        // Mixed scripts, full-width punctuation and letters.
+        let t = tokenize("查询ＩＰ地址，readFile");
+        assert!(t.contains(&"ip".to_string()), "{t:?}");
+        assert!(t.contains(&"地址".to_string()), "{t:?}");
+        assert!(!t.iter().any(|x| x.contains('，')), "{t:?}");
+        assert!(t.contains(&"fil".to_string()), "{t:?}");
+        // Japanese kana and Korean hangul.
+        assert!(tokenize("ファイルを検索").contains(&"ファ".to_string()));
+        assert!(tokenize("파일 검색").contains(&"검색".to_string()));
+    }
+
+    #[test]
+    fn stemming_handles_irregular_ly_and_tion_forms() {
+        assert_eq!(stem("found"), stem("find"));
+        assert_eq!(stem("children"), stem("child"));
+        assert_eq!(stem("ran"), stem("run"));
+        assert_eq!(stem("recursively"), stem("recursive"));
+        assert_eq!(stem("automatically"), stem("automatic"));
+        assert_eq!(stem("creation"), stem("create"));
+        assert_eq!(stem("navigation"), stem("navigate"));
+        assert_eq!(stem("apply"), "apply");
+        assert_eq!(stem("action"), "action");
+        // A final `e` is kept when dropping it would leave a stopword.
+        assert_eq!(stem("notes"), "note");
+    }
 }

@@ -7,7 +7,14 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use super::tokenize::{is_stopword, stem};
-use super::{W_ABBREVIATION, W_CJK_SYNONYM, W_GLOSSARY, W_SYNONYM};
+
+/// Query-term weights of the vocabulary's expansions: an abbreviation's
+/// words, a synonym, a Chinese word's Chinese equivalents, and its English
+/// glossary terms.
+pub(super) const W_ABBREVIATION: f32 = 0.9;
+pub(super) const W_SYNONYM: f32 = 0.75;
+pub(super) const W_CJK_SYNONYM: f32 = 0.7;
+pub(super) const W_GLOSSARY: f32 = 0.6;
 
 /// Groups of interchangeable English words: each expands to the others.
 const GROUPS: &[&[&str]] = &[
@@ -139,55 +146,6 @@ const ABBREVIATIONS: &[(&str, &[&str])] = &[
 /// Question words (stopwords in the index) and what they ask for.
 pub(super) const QUESTION_WORDS: &[(&str, &str)] =
     &[("when", "time"), ("where", "location"), ("who", "user")];
-
-/// Irregular English forms, mapped to the form whose stem they share.
-pub(super) const IRREGULAR: &[(&str, &str)] = &[
-    ("began", "begin"),
-    ("begun", "begin"),
-    ("bought", "buy"),
-    ("broke", "break"),
-    ("broken", "break"),
-    ("brought", "bring"),
-    ("children", "child"),
-    ("chose", "choose"),
-    ("chosen", "choose"),
-    ("did", "do"),
-    ("done", "do"),
-    ("drawn", "draw"),
-    ("drew", "draw"),
-    ("fell", "fall"),
-    ("found", "find"),
-    ("gave", "give"),
-    ("given", "give"),
-    ("got", "get"),
-    ("gotten", "get"),
-    ("hid", "hide"),
-    ("hidden", "hide"),
-    ("indices", "index"),
-    ("kept", "keep"),
-    ("knew", "know"),
-    ("known", "know"),
-    ("led", "lead"),
-    ("logged", "login"),
-    ("made", "make"),
-    ("men", "man"),
-    ("ran", "run"),
-    ("said", "say"),
-    ("saw", "see"),
-    ("seen", "see"),
-    ("sent", "send"),
-    ("sought", "seek"),
-    ("spoke", "speak"),
-    ("spoken", "speak"),
-    ("stole", "steal"),
-    ("stolen", "steal"),
-    ("taken", "take"),
-    ("thought", "think"),
-    ("told", "tell"),
-    ("took", "take"),
-    ("understood", "understand"),
-    ("went", "go"),
-];
 
 /// Groups of interchangeable Chinese words (general vocabulary).
 const CJK_GROUPS: &[&[&str]] = &[
@@ -410,11 +368,6 @@ fn add(list: &mut Vec<(String, f32)>, term: &str, weight: f32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn irregular_forms_are_sorted_and_unique() {
-        assert!(IRREGULAR.windows(2).all(|w| w[0].0 < w[1].0));
-    }
 
     #[test]
     fn vocabulary_builds() {

@@ -351,7 +351,7 @@ fn a_log_that_cannot_be_opened_is_a_warning() {
 }
 
 const TUNING_REPORT: &str = "\
-32 events, 2 sessions, 16 turns listed: 20,816 tokens declared, 29,232 had every tool been declared (29% saved)
+32 events, 2 sessions, 16 turns listed: 17,120 tokens declared, 29,232 had every tool been declared (41% saved)
 
 searches that activated nothing:
   2× `play some jazz on spotify`
@@ -362,11 +362,8 @@ search misses (a tool called or loaded that the search before did not return):
 
 deferred tools loaded in most sessions (declare them):
   AskUser (2 of 2 sessions loaded it): NoDefer(AskUser)
-  BrowserPreview (2 of 2 sessions loaded it): NoDefer(BrowserPreview)
   Diagnostics (2 of 2 sessions loaded it): NoDefer(Diagnostics)
-  Task (2 of 2 sessions loaded it): NoDefer(Task)
   WebFetch (2 of 2 sessions loaded it): NoDefer(WebFetch)
-  WebSearch (2 of 2 sessions loaded it): NoDefer(WebSearch)
 
 declared tools never called (defer them):
   Bash (2 of 2 sessions declared it): `Defer(Bash)`  (not suggested: a rule of the policy would overrule it)

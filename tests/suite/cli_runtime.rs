@@ -299,3 +299,145 @@ fn the_matrix_decides_by_hints() {
         Some(("hidden".into(), "grant".into()))
     );
 }
+
+const CASES: &str = "examples/search/pi-desktop.cases.toml";
+
+fn search_eval(cases: &str, tail: &[&str]) -> (Option<i32>, String) {
+    let head = ["search-eval", cases];
+    run(&with(&head, &[&["--mode", "agent"], tail].concat()))
+}
+
+/// A cases file beside the test's other temporary files, removed on drop.
+struct TempCases(std::path::PathBuf);
+
+impl TempCases {
+    fn new(name: &str, text: &str) -> TempCases {
+        let path = std::env::temp_dir().join(format!("toolpolicy-{}-{name}", std::process::id()));
+        std::fs::write(&path, text).expect("temporary cases file is writable");
+        TempCases(path)
+    }
+    fn path(&self) -> &str {
+        self.0.to_str().expect("temporary path is UTF-8")
+    }
+}
+
+impl Drop for TempCases {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+#[test]
+fn search_eval_scores_the_cases_and_keeps_the_floors() {
+    let (code, out) = search_eval(CASES, &["--format", "json"]);
+    assert_eq!(code, Some(0), "{out}");
+    let d: Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(d["answerable"], 6);
+    assert_eq!(d["no_answer"], 2);
+    for k in [
+        "recall_at_1",
+        "recall_at_4",
+        "mrr",
+        "recall_activated",
+        "activated_per_query",
+        "no_answer_abstained",
+    ] {
+        let v = d[k].as_f64().unwrap_or(-1.0);
+        assert!((0.0..=4.0).contains(&v), "{k}: {v}");
+    }
+    assert!(d["recall_at_4"].as_f64() >= Some(0.9), "{d}");
+    assert!(d["misses"].is_array() && d["failed_floors"] == serde_json::json!([]));
+
+    // The human form names the figures, and every miss with its reason.
+    let (code, out) = search_eval(CASES, &[]);
+    assert_eq!(code, Some(0));
+    for line in [
+        "recall@1:",
+        "recall@4:",
+        "MRR:",
+        "no-answer, nothing loaded:",
+    ] {
+        assert!(out.contains(line), "{line}: {out}");
+    }
+
+    // A floor not met exits 1 and says which.
+    let strict = TempCases::new(
+        "strict.toml",
+        "[floors]\nmax_activated_per_query = 0.5\nrecall_at_1 = 1.01\n\n\
+         [[case]]\nquery = \"find files by glob pattern\"\nexpect = [\"Glob\"]\n",
+    );
+    let (code, out) = search_eval(strict.path(), &[]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("floors not met: recall_at_1 1.000 < 1.01, max_activated_per_query"),
+        "{out}"
+    );
+
+    // JSON cases, `[[query]]` with `q` as the project's own sets write them,
+    // and a miss reported with what came back and why.
+    let json = TempCases::new(
+        "cases.json",
+        r#"{"query": [{"q": "glob pattern", "expect": ["AskUser"], "half": "dev"},
+                      {"q": "glob pattern", "expect": ["Glob"], "half": "holdout"}]}"#,
+    );
+    let (code, out) = search_eval(json.path(), &["--half", "dev", "--format", "json"]);
+    assert_eq!(code, Some(0), "{out}");
+    let d: Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(d["answerable"], 1);
+    let miss = &d["misses"][0];
+    assert_eq!(miss["query"], "glob pattern");
+    assert_eq!(miss["activated"][0], "Glob");
+    let reason = miss["reason"].as_str().unwrap_or("");
+    assert!(reason.contains("`Glob` scored"), "{reason}");
+}
+
+#[test]
+fn search_eval_refuses_bad_cases_files() {
+    let unknown = TempCases::new(
+        "unknown.toml",
+        "[[case]]\nquery = \"x\"\nexpect = [\"Globb\"]\n",
+    );
+    let (code, _) = search_eval(unknown.path(), &[]);
+    assert_eq!(code, Some(2), "a tool the registry does not have");
+    let empty = TempCases::new("empty.toml", "[floors]\nmrr = 0.5\n");
+    assert_eq!(search_eval(empty.path(), &[]).0, Some(2), "no cases");
+    let typo = TempCases::new("typo.toml", "[[case]]\nqeury = \"x\"\n");
+    assert_eq!(search_eval(typo.path(), &[]).0, Some(2), "unknown key");
+    assert_eq!(
+        search_eval(CASES, &["--half", "nope"]).0,
+        Some(2),
+        "no case in that half"
+    );
+}
+
+#[test]
+fn search_explain_says_why_nothing_was_loaded() {
+    let query = "order a large pepperoni pizza";
+    let (code, out) = run(&with(&["search", query], &["--mode", "agent", "--explain"]));
+    assert_eq!(code, Some(0));
+    assert!(out.contains("activated:          (none)"), "{out}");
+    assert!(
+        out.contains("nothing loaded: the best candidate, `") && out.contains("falls short: "),
+        "{out}"
+    );
+    assert!(out.contains("`pepperoni`, `pizza`"), "{out}");
+    let d = json(&with(
+        &["search", query],
+        &["--mode", "agent", "--explain", "--format", "json"],
+    ));
+    let best = &d["explain"][0];
+    assert_eq!(best["fit"]["fits"], false, "{best}");
+    assert!(
+        best["fit"]["units"]
+            .as_array()
+            .is_some_and(|u| u.len() == 4),
+        "{best}"
+    );
+    // A query that loads something shows each result's fit, and no shortfall.
+    let (_, out) = run(&with(
+        &["search", "find files by glob pattern"],
+        &["--mode", "agent", "--explain"],
+    ));
+    assert!(!out.contains("nothing loaded"), "{out}");
+    assert!(out.contains("fits, covering"), "{out}");
+}

@@ -16,8 +16,14 @@ pub const NAMES: [&str; 5] = [
     "pi-builtin",
 ];
 
+/// `../shared/fixtures/registries`, or the folder `TOOLPOLICY_FIXTURES`
+/// names (for a checkout that does not sit beside `shared`, such as a git
+/// worktree).
 pub fn dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/registries")
+    match std::env::var_os("TOOLPOLICY_FIXTURES") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/registries"),
+    }
 }
 
 /// One fixture registry, or `None` (with a message) when `../shared` is absent.

@@ -51,6 +51,7 @@ mod runtime_engine;
 mod runtime_props;
 mod runtime_scenarios;
 mod runtime_support;
+mod search_fit;
 mod search_hidden;
 mod search_recall;
 mod traps;

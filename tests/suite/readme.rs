@@ -128,8 +128,20 @@ fn runs(args: &[String]) -> bool {
 }
 
 fn run(args: &[String]) -> Output {
+    let args: Vec<String> = args.iter().map(|a| scratch_log(a)).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     policy(&args)
+}
+
+/// A log the README's commands write and read (`audit.jsonl`) goes to the
+/// temporary folder, never into the checkout; the same name maps to the
+/// same file within one test process.
+fn scratch_log(arg: &str) -> String {
+    if !arg.ends_with(".jsonl") || root().join(arg).exists() {
+        return arg.to_string();
+    }
+    let path = std::env::temp_dir().join(format!("toolpolicy-readme-{}-{arg}", std::process::id()));
+    path.display().to_string()
 }
 
 fn shown(out: &Output) -> String {

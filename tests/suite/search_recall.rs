@@ -281,7 +281,7 @@ const REGISTRIES: [&str; 8] = [
 /// The registries joined. A name an earlier server already has gets the
 /// server's name in front (`coolify_list_databases`), as a gateway that
 /// serves several servers at once has to do.
-fn project_registries() -> Registry {
+pub fn project_registries() -> Registry {
     let mut tools: Vec<Tool> = Vec::new();
     for name in REGISTRIES {
         let path = format!(

@@ -38,6 +38,7 @@ mod replay;
 mod report;
 mod runtime_args;
 mod search;
+mod search_eval;
 mod test;
 
 use std::process::ExitCode;
@@ -71,6 +72,8 @@ enum Command {
     Plan(plan::Args),
     /// What a search would activate
     Search(search::Args),
+    /// Score the search on a file of queries with their right tools (recall, MRR, abstention)
+    SearchEval(search_eval::Args),
     /// Replay a chat scenario (JSON) step by step
     Replay(replay::Args),
     /// Per mode: the first turn's tools and tokens, against every visible tool declared and against no policy
@@ -92,6 +95,7 @@ fn main() -> ExitCode {
         Command::Test(a) => test::run(a),
         Command::Plan(a) => plan::run(a),
         Command::Search(a) => search::run(a),
+        Command::SearchEval(a) => search_eval::run(a),
         Command::Replay(a) => replay::run(a),
         Command::Measure(a) => measure::run(a),
         Command::Report(a) => report::run(a),

@@ -59,12 +59,29 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         (_, explained) => {
             let mut out = human(&result);
             if let Some(explained) = explained {
+                out += &shortfall(&result, &explained);
                 out += &human_explain(&explained);
             }
             print!("{}", escape(&out))
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// For a search that loaded nothing: the best candidate and why it fell
+/// short, or that nothing matched at all.
+fn shortfall(result: &ActivationResult, explained: &[Explanation]) -> String {
+    if !result.activated.is_empty() || !result.already_active.is_empty() {
+        return String::new();
+    }
+    match explained.first() {
+        Some(best) => format!(
+            "\nnothing loaded: the best candidate, `{}`, {}\n",
+            best.tool,
+            best.fit.reason()
+        ),
+        None => "\nnothing loaded: no tool matches any word of the query\n".to_string(),
+    }
 }
 
 /// Per result: its score, then each matching concept with its terms (origin,
@@ -76,6 +93,7 @@ fn human_explain(explained: &[Explanation]) -> String {
     }
     for e in explained {
         out += &format!("  {} {:.2}\n", e.tool, e.score);
+        out += &format!("    {}\n", e.fit.reason());
         for c in &e.concepts {
             out += &format!("    concept `{}` +{:.2}\n", c.concept, c.score);
             for t in &c.terms {
