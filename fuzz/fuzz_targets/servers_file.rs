@@ -134,7 +134,10 @@ fn check_remote(
     };
     let raw_url = entry(doc, &spec.name).get("url").and_then(Value::as_str);
     assert_eq!(
-        raw_url.and_then(|u| expanded(u, env)).as_deref().map(str::trim),
+        raw_url
+            .and_then(|u| expanded(u, env))
+            .as_deref()
+            .map(str::trim),
         Some(url),
         "`{}`: URL {raw_url:?} read as {url:?}",
         spec.name
@@ -221,8 +224,10 @@ fn check_local(
             .collect(),
         _ => Vec::new(),
     };
-    let vars: Vec<(String, Option<String>)> =
-        vars.iter().map(|(k, v)| (k.clone(), Some(v.clone()))).collect();
+    let vars: Vec<(String, Option<String>)> = vars
+        .iter()
+        .map(|(k, v)| (k.clone(), Some(v.clone())))
+        .collect();
     assert_eq!(vars, raw_vars, "`{name}`: environment");
 }
 
