@@ -55,6 +55,9 @@ fn items(policy: &Policy) -> Vec<(ItemKind, String, Option<String>)> {
                 SelectorKind::Tool => (ItemKind::Tool, name, None),
                 SelectorKind::Skill => (ItemKind::Skill, name, None),
                 SelectorKind::Source => (ItemKind::Tool, "x".into(), Some(name)),
+                // Decided by name, without a registry, a hint matches nothing:
+                // a plain tool is the item that would be picked by one.
+                SelectorKind::Hint => (ItemKind::Tool, "x".into(), None),
             });
         }
     }

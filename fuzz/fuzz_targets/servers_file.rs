@@ -25,8 +25,9 @@ use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 use std::collections::HashSet;
 use std::path::Path;
-use toolpolicy::gateway::dry_run::{self, ListTokens, Report, ServerReport};
+use toolpolicy::gateway::dry_run::{self, Report, ServerReport};
 use toolpolicy::gateway::servers::{Problem, ServerSpec, Transport, name_problem, parse_with_env};
+use toolpolicy::runtime::{FirstTurn, TOKENS_NOTE};
 
 /// The most environment variables an input sets.
 const MAX_VARS: usize = 8;
@@ -313,18 +314,31 @@ fuzz_target!(|data: &[u8]| {
             .map(|(s, r)| ServerReport::new(s, r))
             .collect(),
         exposure: "call",
+        context: Default::default(),
         listed: Vec::new(),
         deferred: 0,
         hidden: 0,
+        hidden_tools: Vec::new(),
+        deprecated: Vec::new(),
         catalog: String::new(),
-        tokens: ListTokens {
+        tokens: FirstTurn {
             listed: 0,
-            all_declared: 0,
+            own: 0,
+            all_visible: 0,
+            hidden: 0,
+            no_policy: 0,
         },
+        note: TOKENS_NOTE,
         failed: false,
     };
     let human = dry_run::human(&report);
-    let lines: Vec<&str> = human.lines().skip(1).take(file.servers.len()).collect();
+    // The servers, one a line, under `servers:` (after the context line).
+    let lines: Vec<&str> = human
+        .lines()
+        .skip_while(|l| *l != "servers:")
+        .skip(1)
+        .take(file.servers.len())
+        .collect();
     assert_eq!(lines.len(), file.servers.len(), "{human}");
     let Ok(json) = serde_json::to_value(&report) else {
         panic!("the report does not serialize");
