@@ -8,59 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { registerFauxProvider } from '@mariozechner/pi-ai';
-import {
-  AuthStorage,
-  createAgentSession,
-  DefaultResourceLoader,
-  defineTool,
-  ModelRegistry,
-  SessionManager,
-  SettingsManager,
-} from '@mariozechner/pi-coding-agent';
+import { defineTool } from '@mariozechner/pi-coding-agent';
 
 import { createExtension } from '../index.js';
+import { openSession, within } from '../test-support/pi-session.mjs';
 import { annotationsOf, READ_ONLY_BUILTINS } from '../hints.js';
 
-/** Rejects after `ms`: no wait in this test can hang. */
-function within(ms, promise, what) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} took over ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-async function openSession(cwd, faux, policy, customTools) {
-  const authStorage = AuthStorage.inMemory();
-  authStorage.setRuntimeApiKey(faux.getModel().provider, 'offline');
-  const agentDir = join(cwd, 'agent');
-  const resourceLoader = new DefaultResourceLoader({
-    cwd,
-    agentDir,
-    noExtensions: true,
-    extensionFactories: [createExtension({ policy })],
-    noSkills: true,
-    noPromptTemplates: true,
-    noThemes: true,
-    noContextFiles: true,
-  });
-  await within(20_000, resourceLoader.reload(), 'loading resources');
-  return within(
-    10_000,
-    createAgentSession({
-      cwd,
-      agentDir,
-      model: faux.getModel(),
-      authStorage,
-      modelRegistry: ModelRegistry.inMemory(authStorage),
-      resourceLoader,
-      sessionManager: SessionManager.inMemory(),
-      settingsManager: SettingsManager.inMemory(),
-      customTools,
-    }),
-    'creating the session',
-  );
-}
 
 test("pi's reading tools are read-only; others keep what they say", () => {
   assert.deepEqual(READ_ONLY_BUILTINS, ['read', 'grep', 'find', 'ls']);
@@ -82,7 +35,10 @@ test('Grant(hint:read_only) keeps exactly the tools that say they only read', { 
     parameters: { type: 'object', properties: {} },
     execute: async () => ({ content: [{ type: 'text', text: 'page' }], details: {} }),
   });
-  const { session } = await openSession(cwd, faux, 'NoDefer(*)\nGrant(hint:read_only)\n', [fetch]);
+  const { session } = await openSession(cwd, faux, {
+    extensions: [createExtension({ policy: 'NoDefer(*)\nGrant(hint:read_only)\n' })],
+    customTools: [fetch],
+  });
   try {
     await within(10_000, session.bindExtensions({}), 'starting extensions');
     assert.deepEqual(session.getActiveToolNames(), ['read', 'grep', 'find', 'ls']);
