@@ -163,12 +163,38 @@ impl Gateway {
     /// hold the old schema from a search result.
     fn report_changes(&self, built: &catalog::Catalog) {
         let snapshot = self.engine.snapshot();
-        for (tool, fields) in crate::registry::changed_tools(snapshot.registry(), &built.registry) {
-            let server = built
+        let server_of = |name: &str| {
+            built
                 .routes
-                .get(&tool.name)
+                .get(name)
                 .and_then(|r| self.children.get(r.server))
-                .map_or("?", |c| c.name());
+                .map_or("?", |c| c.name())
+        };
+        // A tool is added after start when its server had listed tools
+        // before: a server that comes up late, or again, adds none.
+        let listed_before: std::collections::HashSet<usize> = self
+            .routes
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .map(|r| r.server)
+            .collect();
+        for tool in built.registry.tools() {
+            let Some(route) = built.routes.get(&tool.name) else {
+                continue;
+            };
+            if listed_before.contains(&route.server)
+                && snapshot.registry().get(&tool.name).is_none()
+            {
+                log!(
+                    "note: server `{}`: tool `{}` added after start",
+                    server_of(&tool.name),
+                    crate::chars::escape_name(&tool.name)
+                );
+            }
+        }
+        for (tool, fields) in crate::registry::changed_tools(snapshot.registry(), &built.registry) {
+            let server = server_of(&tool.name);
             let fields: Vec<&str> = fields.iter().map(|f| f.as_str()).collect();
             log!(
                 "warning: server `{server}`: tool `{}` changed after start: {}",
