@@ -70,6 +70,10 @@ pub struct ItemRef<'a> {
     /// none), `None` without a registry entry: what the reference
     /// interpreter reads hints from, and explain quotes.
     pub annotations: Option<&'a serde_json::Value>,
+    /// The tool's definition is not the one the policy's lock holds
+    /// ([`Tool::unlocked`], resolved when the registry loaded). Always
+    /// false for a skill and without a registry entry.
+    pub unlocked: bool,
 }
 
 static NO_ANNOTATIONS: serde_json::Value = serde_json::Value::Null;
@@ -85,6 +89,7 @@ impl<'a> ItemRef<'a> {
             model_invocable: true,
             hints: HintSet::EMPTY,
             annotations: None,
+            unlocked: false,
         }
     }
 
@@ -105,6 +110,7 @@ impl<'a> ItemRef<'a> {
             model_invocable: true,
             hints: t.hints,
             annotations: Some(t.extra.get("annotations").unwrap_or(&NO_ANNOTATIONS)),
+            unlocked: t.unlocked,
         }
     }
 
@@ -117,6 +123,7 @@ impl<'a> ItemRef<'a> {
             model_invocable: s.model_invocable,
             hints: HintSet::EMPTY,
             annotations: None,
+            unlocked: false,
         }
     }
 }
@@ -148,6 +155,9 @@ pub enum CauseKind {
     ModelInvocable,
     Hide,
     Grant,
+    /// An unlocked tool (its definition is not the lock's), hidden or
+    /// deferred by the effective `unlocked` setting.
+    Lock,
     /// `nodefer`, as SPEC 4 spells it (not serde's `no_defer`).
     #[serde(rename = "nodefer")]
     NoDefer,
@@ -165,6 +175,7 @@ impl CauseKind {
             CauseKind::ModelInvocable => "model_invocable",
             CauseKind::Hide => "hide",
             CauseKind::Grant => "grant",
+            CauseKind::Lock => "lock",
             CauseKind::NoDefer => "nodefer",
             CauseKind::Switch => "switch",
             CauseKind::Defer => "defer",
@@ -174,12 +185,13 @@ impl CauseKind {
     }
 
     /// Every cause, in the order of the decision procedure.
-    pub const ALL: [CauseKind; 10] = [
+    pub const ALL: [CauseKind; 11] = [
         CauseKind::Guard,
         CauseKind::Search,
         CauseKind::ModelInvocable,
         CauseKind::Hide,
         CauseKind::Grant,
+        CauseKind::Lock,
         CauseKind::NoDefer,
         CauseKind::Switch,
         CauseKind::Defer,

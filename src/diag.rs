@@ -90,10 +90,16 @@ pub enum Code {
     HintMatchesNothing,
     /// Hiding or deferring by `hint:` while the registry carries no annotations.
     NoAnnotations,
+    /// The `lock` a policy names cannot be read, or is not a lock.
+    BadLock,
+    /// A registry tool the policy's lock does not hold: added, or changed.
+    Unlocked,
+    /// A guard or search tool that differs from the lock, which does not apply to it.
+    UnlockedGuard,
 }
 
 impl Code {
-    pub const ALL: [Code; 31] = [
+    pub const ALL: [Code; 34] = [
         Code::Syntax,
         Code::UnclosedBlock,
         Code::StrayClose,
@@ -125,6 +131,9 @@ impl Code {
         Code::BadAnnotation,
         Code::HintMatchesNothing,
         Code::NoAnnotations,
+        Code::BadLock,
+        Code::Unlocked,
+        Code::UnlockedGuard,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -160,6 +169,9 @@ impl Code {
             Code::BadAnnotation => "PL117",
             Code::HintMatchesNothing => "PL121",
             Code::NoAnnotations => "PL122",
+            Code::BadLock => "PL015",
+            Code::Unlocked => "PL123",
+            Code::UnlockedGuard => "PL124",
         }
     }
 

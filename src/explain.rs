@@ -351,8 +351,12 @@ pub fn explain(
             annotation: hint_reason(sel, item, true),
         });
     }
+    // `unlocked` means something only while the policy has a lock.
     let settings = Key::ALL
         .iter()
+        .filter(|&&k| {
+            k != Key::Unlocked || policy.lock.is_some() || resolved.setting_origin(k).is_some()
+        })
         .map(|&k| {
             let from = resolved
                 .setting_origin(k)
@@ -430,6 +434,7 @@ fn cause_words(c: CauseKind) -> &'static str {
         CauseKind::ModelInvocable => "the skill is marked not model-invocable",
         CauseKind::Hide => "Hide beats every other rule",
         CauseKind::Grant => "a block with grants does not grant it",
+        CauseKind::Lock => "its definition is not the one the policy's lock holds",
         CauseKind::NoDefer => "NoDefer beats Defer",
         CauseKind::Switch => "`defer_loading` is false",
         CauseKind::Defer => "Defer holds it back",

@@ -478,6 +478,13 @@ fn statement_code(kind: &StatementKind) -> String {
         StatementKind::Rule {
             word, selectors, ..
         } => format!("{}({})", rule_word(word), list(selectors)),
+        StatementKind::Setting {
+            key,
+            value: crate::ast::Value::Quoted(path),
+            ..
+        } if key.eq_ignore_ascii_case(crate::policy::LOCK) => {
+            format!("{} = {}", crate::policy::LOCK, quote(path))
+        }
         StatementKind::Setting { key, value, .. } => match Key::parse(key) {
             Some(k) => {
                 let v = k

@@ -4,7 +4,8 @@
 //! (the only module that touches pest) → spanned [`ast`] → checked [`policy`]
 //! → compiled [`table`] → [`decision`]s → per-turn plans (`runtime`). The
 //! items come from a [`registry`], whose tools' MCP annotations are read once
-//! into the [`hint`]s that `hint:` selectors match.
+//! into the [`hint`]s that `hint:` selectors match, and held to a policy's
+//! [`lock`] file of approved definitions when the policy names one.
 
 pub mod ast;
 pub mod audit;
@@ -18,6 +19,7 @@ pub mod gateway;
 pub mod hint;
 pub mod input;
 pub mod lint;
+pub mod lock;
 pub mod pattern;
 pub mod policy;
 pub mod reference;

@@ -20,6 +20,8 @@
 //! | PL110 | `Defer` or `NoDefer` naming skills, which are never deferred | |
 //! | PL121 | a `hint:` selector no registry tool has | registry |
 //! | PL122 | `Hide` or `Defer` by `hint:` while the registry carries no annotations | registry |
+//! | PL123 | a registry tool the policy's lock does not hold (added or changed) | registry, a lock |
+//! | PL124 | a guard or search tool that differs from the lock, which does not apply to it | registry, a lock |
 //!
 //! [`registry`] reports on the registry itself, whatever the policy: names
 //! that read alike (PL115, also a load warning), annotations that are not
@@ -30,6 +32,7 @@
 mod algebra;
 mod budget;
 mod guards;
+mod lock;
 mod names;
 mod redundant;
 mod search_capture;
@@ -98,6 +101,7 @@ pub fn lint_with(policy: &Policy, options: &Options<'_>) -> Vec<Diagnostic> {
     names::check(&world, &mut out);
     names::no_annotations(&world, &mut out);
     search_capture::check(&world, &mut out);
+    lock::check(&world, &mut out);
     if let Some(registry) = options.registry {
         budget::check(
             policy,

@@ -136,6 +136,9 @@ pub struct Policy {
     /// Bots with a block of their own, in file order (`bot *` is not one of them).
     pub bots: Vec<String>,
     pub has_any_bot: bool,
+    /// The `lock = "..."` setting, if any; the lock itself is read by
+    /// [`crate::lock::attach`], which needs the policy file's path.
+    pub lock: Option<crate::lock::LockSetting>,
 }
 
 /// A policy that failed to load: every error found, and the source to show them against.
@@ -227,6 +230,7 @@ impl Policy {
             blocks: Vec::new(),
             block_at: HashMap::new(),
             seen_settings: HashMap::new(),
+            lock: None,
             diags: &mut diags,
         };
         lower.items(&ast, &Scope::Top, None);
@@ -241,7 +245,9 @@ impl Policy {
                 Scope::Top => {}
             }
         }
+        let lock = lower.lock.take();
         let policy = Policy {
+            lock,
             rules: lower.rules,
             settings: lower.settings,
             modes,
@@ -272,6 +278,10 @@ impl Policy {
         }
     }
 }
+
+/// The key of the `lock` setting, which is not a [`Key`]: it holds a path,
+/// stands at top level only, and is read by `lock::attach`.
+pub const LOCK: &str = "lock";
 
 /// The most characters [`Policy::text_of`] quotes of a statement.
 pub const TEXT_OF_CHARS: usize = 200;
@@ -323,6 +333,7 @@ struct Lower<'a> {
     /// Each of `blocks` by scope, so that a duplicate is found in one lookup.
     block_at: HashMap<Scope, Span>,
     seen_settings: HashMap<(Scope, Option<Condition>, Key), Span>,
+    lock: Option<crate::lock::LockSetting>,
     diags: &'a mut Vec<Diagnostic>,
 }
 
@@ -514,13 +525,16 @@ impl Lower<'_> {
                 value,
                 value_span,
             } => {
+                if key.eq_ignore_ascii_case(LOCK) {
+                    self.lock_setting(s.span, value, *value_span, scope, when);
+                    return;
+                }
                 let Some(k) = Key::parse(key) else {
-                    let help =
-                        did_you_mean(key, Key::ALL.iter().map(|k| k.name())).unwrap_or_else(|| {
-                            let all: Vec<String> =
-                                Key::ALL.iter().map(|k| format!("`{}`", k.name())).collect();
-                            format!("the settings are {}", all.join(", "))
-                        });
+                    let names = || Key::ALL.iter().map(|k| k.name()).chain([LOCK]);
+                    let help = did_you_mean(key, names()).unwrap_or_else(|| {
+                        let all: Vec<String> = names().map(|k| format!("`{k}`")).collect();
+                        format!("the settings are {}", all.join(", "))
+                    });
                     self.diags.push(
                         Diagnostic::new(
                             Code::UnknownSetting,
@@ -569,6 +583,63 @@ impl Lower<'_> {
                 });
             }
         }
+    }
+
+    /// `lock = "tools.lock"`: top level only, once, a quoted path inside
+    /// the policy's folder (the file itself is read by `lock::attach`).
+    fn lock_setting(
+        &mut self,
+        span: Span,
+        value: &ast::Value,
+        value_span: Span,
+        scope: &Scope,
+        when: Option<&Condition>,
+    ) {
+        if *scope != Scope::Top || when.is_some() {
+            self.diags.push(
+                Diagnostic::new(Code::Misplaced, span, "`lock` must stand at top level")
+                    .with_help("one lock holds every tool of the registry; move `lock = ...` out of the block, and use `unlocked` in blocks"),
+            );
+            return;
+        }
+        let ast::Value::Quoted(path) = value else {
+            self.diags.push(
+                Diagnostic::new(Code::BadValue, value_span, "`lock` takes a quoted path")
+                    .with_help(
+                        "write `lock = \"tools.lock\"`, a path relative to the policy's folder",
+                    ),
+            );
+            return;
+        };
+        if let Some(first) = &self.lock {
+            let at = self.location(first.span);
+            self.diags.push(
+                Diagnostic::new(
+                    Code::DuplicateSetting,
+                    span,
+                    format!("`lock` is already set at top level (at {at})"),
+                )
+                .with_help("keep one of the two"),
+            );
+            return;
+        }
+        if let Err(why) = crate::lock::check_path(path) {
+            self.diags.push(
+                Diagnostic::new(
+                    Code::BadLock,
+                    value_span,
+                    format!("the lock `{}` {why}", crate::chars::escape(path)),
+                )
+                .with_help("a policy names a lock in its own folder or below it, such as `lock = \"tools.lock\"`"),
+            );
+            return;
+        }
+        self.lock = Some(crate::lock::LockSetting {
+            path: path.clone(),
+            span,
+            value_span,
+            file: None,
+        });
     }
 
     fn check_patterns(&mut self, sels: &[Selector]) {

@@ -10,7 +10,7 @@ use crate::decision::{
     check_grants, check_mode,
 };
 use crate::policy::{Policy, Rule, RuleKind, Scope};
-use crate::settings::{Key, Settings};
+use crate::settings::{Key, Settings, Unlocked};
 
 /// `*` matches any run of characters; everything else is literal.
 pub fn glob(pattern: &str, name: &str) -> bool {
@@ -230,6 +230,35 @@ pub fn decide(
     if item.kind == ItemKind::Skill {
         return Ok(decision(Exposure::Active, CauseKind::Default, None));
     }
+    let (settings, origins) = settings(policy, ctx);
+    let origin_of = |key: Key| {
+        origins
+            .iter()
+            .find(|(k, _)| *k == key)
+            .and_then(|(_, o)| *o)
+            .map(Origin::Setting)
+    };
+    // Line 3's last filter and line 4: an unlocked tool, hidden or deferred
+    // by the effective `unlocked`, or decided on as if there were no lock.
+    if item.unlocked {
+        match settings.unlocked {
+            Unlocked::Hide => {
+                return Ok(decision(
+                    Exposure::Hidden,
+                    CauseKind::Lock,
+                    origin_of(Key::Unlocked),
+                ));
+            }
+            Unlocked::Defer => {
+                return Ok(decision(
+                    Exposure::Deferred,
+                    CauseKind::Lock,
+                    origin_of(Key::Unlocked),
+                ));
+            }
+            Unlocked::Allow => {}
+        }
+    }
     if let Some(r) = best(policy, ctx, item, RuleKind::NoDefer) {
         return Ok(decision(
             Exposure::Active,
@@ -237,14 +266,12 @@ pub fn decide(
             Some(Origin::Rule(r)),
         ));
     }
-    let (settings, origins) = settings(policy, ctx);
     if !settings.defer_loading {
-        let origin = origins
-            .iter()
-            .find(|(k, _)| *k == Key::DeferLoading)
-            .and_then(|(_, o)| *o)
-            .map(Origin::Setting);
-        return Ok(decision(Exposure::Active, CauseKind::Switch, origin));
+        return Ok(decision(
+            Exposure::Active,
+            CauseKind::Switch,
+            origin_of(Key::DeferLoading),
+        ));
     }
     if let Some(r) = best(policy, ctx, item, RuleKind::Defer) {
         return Ok(decision(

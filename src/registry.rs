@@ -32,6 +32,11 @@ pub struct Tool {
     /// What `hint:` selectors match, read from `extra["annotations"]` by
     /// [`Registry::new`] (whatever is set here before is replaced).
     pub hints: HintSet,
+    /// Whether the policy's lock file does not hold this definition (no
+    /// entry of its name, or another digest): set by [`crate::lock::mark`]
+    /// (an engine marks its registry whenever its policy or registry is
+    /// set), false without a lock.
+    pub unlocked: bool,
     /// The entry's fields the engine does not read (`cache_control`, `strict`,
     /// `annotations`...), kept verbatim so that a provider request carries them
     /// (SPEC 3.1). A `type` here other than `function` or `custom` makes the
@@ -296,6 +301,17 @@ impl Registry {
 
     pub fn get(&self, name: &str) -> Option<&Tool> {
         self.index_of(name).map(|i| &self.tools.items[i])
+    }
+
+    /// Sets [`Tool::unlocked`] on every tool to what `unlocked` says of it;
+    /// returns how many are unlocked. See [`crate::lock::mark`].
+    pub fn set_unlocked(&mut self, unlocked: impl Fn(&Tool) -> bool) -> usize {
+        let mut n = 0;
+        for t in &mut self.tools.items {
+            t.unlocked = unlocked(t);
+            n += usize::from(t.unlocked);
+        }
+        n
     }
 }
 

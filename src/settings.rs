@@ -14,6 +14,7 @@ pub enum Key {
     CatalogChars,
     CatalogLineChars,
     CatalogParams,
+    Unlocked,
 }
 
 /// How activations persist (SPEC 3.3).
@@ -34,6 +35,29 @@ pub enum OnMiss {
     Error,
 }
 
+/// What becomes of an unlocked tool while the policy has a `lock`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unlocked {
+    /// Hidden (cause `lock`), before any `NoDefer` or `Defer`.
+    #[default]
+    Hide,
+    /// Deferred (cause `lock`): found by search, read before it is used.
+    Defer,
+    /// Decided as if there were no lock.
+    Allow,
+}
+
+impl Unlocked {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unlocked::Hide => "hide",
+            Unlocked::Defer => "defer",
+            Unlocked::Allow => "allow",
+        }
+    }
+}
+
 /// A checked setting value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SettingValue {
@@ -41,6 +65,7 @@ pub enum SettingValue {
     Int(u32),
     Activation(Activation),
     OnMiss(OnMiss),
+    Unlocked(Unlocked),
 }
 
 impl SettingValue {
@@ -53,6 +78,7 @@ impl SettingValue {
             SettingValue::Activation(Activation::PerPrompt) => "\"per_prompt\"".into(),
             SettingValue::OnMiss(OnMiss::Activate) => "\"activate\"".into(),
             SettingValue::OnMiss(OnMiss::Error) => "\"error\"".into(),
+            SettingValue::Unlocked(u) => format!("\"{}\"", u.as_str()),
         }
     }
 }
@@ -64,7 +90,7 @@ enum Type {
 }
 
 impl Key {
-    pub const ALL: [Key; 7] = [
+    pub const ALL: [Key; 8] = [
         Key::DeferLoading,
         Key::Activation,
         Key::MaxActivations,
@@ -72,6 +98,7 @@ impl Key {
         Key::CatalogChars,
         Key::CatalogLineChars,
         Key::CatalogParams,
+        Key::Unlocked,
     ];
 
     pub fn name(self) -> &'static str {
@@ -83,6 +110,7 @@ impl Key {
             Key::CatalogChars => "catalog_chars",
             Key::CatalogLineChars => "catalog_line_chars",
             Key::CatalogParams => "catalog_params",
+            Key::Unlocked => "unlocked",
         }
     }
 
@@ -98,6 +126,7 @@ impl Key {
             Key::DeferLoading | Key::CatalogParams => Type::Bool,
             Key::Activation => Type::Word(&["sticky", "per_prompt"]),
             Key::OnMiss => Type::Word(&["activate", "error"]),
+            Key::Unlocked => Type::Word(&["hide", "defer", "allow"]),
             Key::MaxActivations => Type::Int(1, 64),
             Key::CatalogChars => Type::Int(0, 1_000_000),
             Key::CatalogLineChars => Type::Int(20, 1000),
@@ -156,6 +185,9 @@ fn word_value(key: Key, i: usize) -> SettingValue {
     match (key, i) {
         (Key::Activation, 0) => SettingValue::Activation(Activation::Sticky),
         (Key::Activation, _) => SettingValue::Activation(Activation::PerPrompt),
+        (Key::Unlocked, 0) => SettingValue::Unlocked(Unlocked::Hide),
+        (Key::Unlocked, 1) => SettingValue::Unlocked(Unlocked::Defer),
+        (Key::Unlocked, _) => SettingValue::Unlocked(Unlocked::Allow),
         (_, 0) => SettingValue::OnMiss(OnMiss::Activate),
         _ => SettingValue::OnMiss(OnMiss::Error),
     }
@@ -171,6 +203,9 @@ pub struct Settings {
     pub catalog_chars: u32,
     pub catalog_line_chars: u32,
     pub catalog_params: bool,
+    /// What becomes of an unlocked tool (only while the policy has a `lock`).
+    #[serde(default)]
+    pub unlocked: Unlocked,
 }
 
 impl Default for Settings {
@@ -183,6 +218,7 @@ impl Default for Settings {
             catalog_chars: 4000,
             catalog_line_chars: 120,
             catalog_params: false,
+            unlocked: Unlocked::Hide,
         }
     }
 }
@@ -197,6 +233,7 @@ impl Settings {
             (Key::MaxActivations, SettingValue::Int(n)) => self.max_activations = n,
             (Key::CatalogChars, SettingValue::Int(n)) => self.catalog_chars = n,
             (Key::CatalogLineChars, SettingValue::Int(n)) => self.catalog_line_chars = n,
+            (Key::Unlocked, SettingValue::Unlocked(u)) => self.unlocked = u,
             // Values are checked against their key when a policy loads.
             _ => {}
         }
@@ -212,6 +249,7 @@ impl Settings {
             Key::MaxActivations => SettingValue::Int(self.max_activations),
             Key::CatalogChars => SettingValue::Int(self.catalog_chars),
             Key::CatalogLineChars => SettingValue::Int(self.catalog_line_chars),
+            Key::Unlocked => SettingValue::Unlocked(self.unlocked),
         }
     }
 }

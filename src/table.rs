@@ -19,7 +19,7 @@ use crate::hint::{Hint, HintSet};
 use crate::pattern::{Pattern, PatternSet};
 use crate::policy::{Condition, Policy, RuleKind, Scope};
 use crate::registry::Registry;
-use crate::settings::{Key, SettingValue, Settings};
+use crate::settings::{Key, SettingValue, Settings, Unlocked};
 
 /// A section is one (scope, condition) pair: the unit that applies or not.
 #[derive(Debug, Clone)]
@@ -412,6 +412,14 @@ impl Table {
         }
         if !is_tool {
             return d(Exposure::Active, CauseKind::Default, None);
+        }
+        if item.unlocked {
+            let origin = || resolved.setting_origin(Key::Unlocked).map(Origin::Setting);
+            match resolved.settings.unlocked {
+                Unlocked::Hide => return d(Exposure::Hidden, CauseKind::Lock, origin()),
+                Unlocked::Defer => return d(Exposure::Deferred, CauseKind::Lock, origin()),
+                Unlocked::Allow => {}
+            }
         }
         if let Some(o) = rule(RuleKind::NoDefer) {
             return d(Exposure::Active, CauseKind::NoDefer, Some(o));

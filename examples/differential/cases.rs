@@ -68,7 +68,7 @@ pub const BOTS: [&str; 3] = ["r1", "r2", "r3"];
 pub const FLAGS: [&str; 2] = ["f0", "f1"];
 
 /// Every setting key with the values it may take.
-const SETTINGS: [(&str, &[&str]); 7] = [
+const SETTINGS: [(&str, &[&str]); 8] = [
     ("defer_loading", &["true", "false"]),
     ("activation", &["\"sticky\"", "\"per_prompt\""]),
     ("max_activations", &["1", "2", "4"]),
@@ -76,6 +76,7 @@ const SETTINGS: [(&str, &[&str]); 7] = [
     ("catalog_chars", &["0", "60", "200", "4000"]),
     ("catalog_line_chars", &["20", "40", "120"]),
     ("catalog_params", &["true", "false"]),
+    ("unlocked", &["\"hide\"", "\"defer\"", "\"allow\""]),
 ];
 
 /// A string of `min..=max` characters drawn from `alphabet`.
@@ -193,6 +194,8 @@ pub struct Item {
     pub source: Option<String>,
     pub hint: bool,
     pub invocable: bool,
+    /// Its definition is not the lock's (a tool while the policy has a lock).
+    pub unlocked: bool,
 }
 
 impl Item {
@@ -207,6 +210,7 @@ impl Item {
             source: self.source.as_deref(),
             defer_hint: self.hint,
             model_invocable: self.invocable,
+            unlocked: self.unlocked,
             ..ItemRef::tool(&self.name)
         }
     }
@@ -219,6 +223,7 @@ pub fn item(d: &mut impl Dice) -> Item {
         source: d.chance(1, 2).then(|| word(d, &['a', 'b'], 0, 2)),
         hint: d.chance(1, 2),
         invocable: d.chance(4, 5),
+        unlocked: d.chance(1, 4),
     }
 }
 

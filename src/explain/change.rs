@@ -178,6 +178,10 @@ fn outcome(policy: &Policy, d: &Decision, kind: ItemKind) -> String {
                 Some(s) => format!("hidden by the grants of {s} ({rule})"),
             }
         }
+        CauseKind::Lock if d.exposure == crate::decision::Exposure::Hidden => {
+            "hidden, as its definition is not the one the lock holds".into()
+        }
+        CauseKind::Lock => "deferred, as its definition is not the one the lock holds".into(),
         CauseKind::NoDefer => format!("active, by {rule}"),
         CauseKind::Switch => format!("active, as {rule} defers nothing"),
         CauseKind::Defer => format!("deferred, by {rule}"),
@@ -258,6 +262,16 @@ pub(super) fn suggestions(
             out.push("the runtime's grants leave it out: grant it in the context".into());
         }
         CauseKind::Grant => out.extend(grant_everywhere(policy, ctx, item, d)),
+        CauseKind::Lock => {
+            out.push(
+                "review what changed, then write the lock again with `policy lock` to approve it"
+                    .into(),
+            );
+            out.push(
+                "set `unlocked = \"defer\"` to let the model find it and read its new definition, or `\"allow\"` to decide it as if there were no lock"
+                    .into(),
+            );
+        }
         CauseKind::NoDefer => out.extend(removing(&[RuleKind::NoDefer])),
         CauseKind::Switch => {
             if let Some(Origin::Setting(i)) = d.origin {

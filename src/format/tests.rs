@@ -116,3 +116,14 @@ fn hints_are_written_canonically() {
         "mode plan {\n  Grant(hint:read_only, hint:idempotent)\n}\nHide(\"hint:x\", hint:destructive)\n"
     );
 }
+
+/// `lock` keeps its path (quotes and escapes as the language writes them)
+/// and `unlocked` its word, in the canonical case.
+#[test]
+fn lock_and_unlocked_settings() {
+    let src = "LOCK   =  \"pins/tools \\\"a\\\".lock\"\nmode m {\n  UNLOCKED=\"defer\"\n}\nbot * {\n unlocked = \"allow\"\n}\n";
+    assert_eq!(
+        fmt(src),
+        "lock = \"pins/tools \\\"a\\\".lock\"\nmode m {\n  unlocked = \"defer\"\n}\nbot * {\n  unlocked = \"allow\"\n}\n"
+    );
+}

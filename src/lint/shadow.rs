@@ -53,6 +53,8 @@ fn cause_rank(c: CauseKind) -> u8 {
         CauseKind::ModelInvocable => 3,
         CauseKind::Hide => 4,
         CauseKind::Grant => 5,
+        // Lines 3 and 4: after the grants, before `NoDefer`.
+        CauseKind::Lock => 5,
         CauseKind::NoDefer => 6,
         CauseKind::Switch => 7,
         CauseKind::Defer => 8,

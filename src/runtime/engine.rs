@@ -76,6 +76,30 @@ impl ToolData {
         }
     }
 
+    /// The same tools marked for `policy`'s lock ([`crate::lock::mark`]),
+    /// or `None` when no mark would change: what is derived from the
+    /// definitions is shared, only the registry is copied.
+    fn remarked(&self, policy: &Policy) -> Option<ToolData> {
+        if !crate::lock::marks_differ(&self.registry, policy) {
+            return None;
+        }
+        let mut registry = Registry::clone(&self.registry);
+        crate::lock::mark(&mut registry, policy);
+        let signatures = OnceLock::new();
+        if let Some(s) = self.signatures.get() {
+            let _ = signatures.set(s.clone());
+        }
+        Some(ToolData {
+            registry: Arc::new(registry),
+            index: Arc::clone(&self.index),
+            tokens: self.tokens.clone(),
+            names: self.names.clone(),
+            summaries: self.summaries.clone(),
+            signatures,
+            provider_names: self.provider_names.clone(),
+        })
+    }
+
     /// Per tool: `(a, b?)`.
     pub fn signatures(&self) -> &[Counted] {
         self.signatures.get_or_init(|| {
@@ -313,7 +337,8 @@ impl std::fmt::Debug for Engine {
 
 impl Engine {
     /// An engine over a checked policy, a registry and a skill list (may be empty).
-    pub fn new(policy: Policy, registry: Registry, skills: SkillList) -> Engine {
+    pub fn new(policy: Policy, mut registry: Registry, skills: SkillList) -> Engine {
+        crate::lock::mark(&mut registry, &policy);
         let table = Table::compile(&policy);
         let snapshot = Snapshot::new(
             Arc::new(PolicyData { policy, table }),
@@ -406,18 +431,29 @@ impl Engine {
         *self.current.write().unwrap_or_else(PoisonError::into_inner) = new;
     }
 
-    /// Replaces the policy; sessions pick it up at their next call.
+    /// Replaces the policy; sessions pick it up at their next call. The
+    /// registry's tools are marked for the new policy's lock here.
     pub fn set_policy(&self, policy: Policy) {
         let table = Table::compile(&policy);
         let data = Arc::new(PolicyData { policy, table });
-        self.swap(|old| Snapshot::new(data, Arc::clone(&old.tools), Arc::clone(&old.skills)));
+        self.swap(|old| {
+            let tools = match old.tools.remarked(&data.policy) {
+                Some(tools) => Arc::new(tools),
+                None => Arc::clone(&old.tools),
+            };
+            Snapshot::new(data, tools, Arc::clone(&old.skills))
+        });
     }
 
     /// Replaces the registry. Sessions keep their activations by name; a tool
-    /// that is gone is dropped from them.
-    pub fn set_registry(&self, registry: Registry) {
-        let data = Arc::new(ToolData::new(registry));
-        self.swap(|old| Snapshot::new(Arc::clone(&old.policy), data, Arc::clone(&old.skills)));
+    /// that is gone is dropped from them. Its tools are marked for the
+    /// policy's lock here, so unlocked-ness is resolved once per load.
+    pub fn set_registry(&self, mut registry: Registry) {
+        self.swap(|old| {
+            crate::lock::mark(&mut registry, &old.policy.policy);
+            let data = Arc::new(ToolData::new(registry));
+            Snapshot::new(Arc::clone(&old.policy), data, Arc::clone(&old.skills))
+        });
     }
 
     pub fn set_skills(&self, skills: SkillList) {
@@ -431,6 +467,23 @@ impl Engine {
         let result = Policy::parse(name, text).map(|policy| self.set_policy(policy));
         self.reloaded("policy", &result, |e| {
             e.diagnostics.iter().map(|d| d.code.to_string()).collect()
+        });
+        result
+    }
+
+    /// Reads a policy file and the lock it names ([`crate::lock::load_policy`])
+    /// and, if both load, makes the policy current; on error the engine stays
+    /// on the last good policy. A changed lock file is reloaded this way too.
+    pub fn reload_policy_file(
+        &self,
+        path: &std::path::Path,
+    ) -> Result<(), crate::lock::PolicyLoadError> {
+        let result = crate::lock::load_policy(path).map(|policy| self.set_policy(policy));
+        self.reloaded("policy", &result, |e| match e {
+            crate::lock::PolicyLoadError::Policy(e) => {
+                e.diagnostics.iter().map(|d| d.code.to_string()).collect()
+            }
+            crate::lock::PolicyLoadError::Io(..) => Vec::new(),
         });
         result
     }

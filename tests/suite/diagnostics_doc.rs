@@ -105,9 +105,16 @@ fn every_example_produces_its_code_as_shown() {
             max_tokens,
             engine_search: command.contains("--engine-tools"),
         };
-        let (policy, mut diags) = Policy::parse_with_diagnostics(
+        let (mut policy, mut diags) = Policy::parse_with_diagnostics(
             toolpolicy::diag::SourceFile::new("example.policy", example),
         );
+        // A lock the example names is read as `policy check` reads it, from
+        // the folder of the policy, here the repository's root.
+        if !diags.iter().any(|d| d.severity == Severity::Error)
+            && let Err(e) = toolpolicy::lock::attach(&mut policy, &root().join("example.policy"))
+        {
+            diags.extend(e.diagnostics);
+        }
         if !diags.iter().any(|d| d.severity == Severity::Error) {
             diags.extend(lint_with(&policy, &options));
         }

@@ -82,29 +82,35 @@ pub fn render(format: Format, file: &SourceFile, diags: &[toolpolicy::diag::Diag
     }
 }
 
-/// Loads a policy; its errors are printed (to stderr) and the command fails with 1.
+/// Loads a policy and the lock it names; its errors are printed (to
+/// stderr) and the command fails with 1.
 pub fn load_policy(path: &Path, format: Format) -> Result<Policy, CliError> {
     let bytes = read(path)?;
-    Policy::from_bytes(path.display().to_string(), &bytes).map_err(|e| {
-        if format == Format::Json {
-            let all = &e.diagnostics;
-            let diags = toolpolicy::render::to_json_shown(&e.source, all);
-            let errors = all
-                .iter()
-                .filter(|d| d.severity == toolpolicy::diag::Severity::Error)
-                .count();
-            let doc = serde_json::json!({
-                "diagnostics": diags,
-                "errors": errors,
-                "warnings": all.len() - errors,
-                "omitted": all.len() - diags.len(),
-            });
-            println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
-        } else {
-            eprint!("{}", render(format, &e.source, &e.diagnostics));
-        }
-        CliError::Reported
-    })
+    Policy::from_bytes(path.display().to_string(), &bytes)
+        .and_then(|mut policy| {
+            toolpolicy::lock::attach(&mut policy, path)?;
+            Ok(policy)
+        })
+        .map_err(|e| {
+            if format == Format::Json {
+                let all = &e.diagnostics;
+                let diags = toolpolicy::render::to_json_shown(&e.source, all);
+                let errors = all
+                    .iter()
+                    .filter(|d| d.severity == toolpolicy::diag::Severity::Error)
+                    .count();
+                let doc = serde_json::json!({
+                    "diagnostics": diags,
+                    "errors": errors,
+                    "warnings": all.len() - errors,
+                    "omitted": all.len() - diags.len(),
+                });
+                println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+            } else {
+                eprint!("{}", render(format, &e.source, &e.diagnostics));
+            }
+            CliError::Reported
+        })
 }
 
 /// Loads a registry; what loads but reads badly is printed to standard error.

@@ -244,6 +244,7 @@ fn cause_words(c: CauseKind) -> &'static str {
         CauseKind::ModelInvocable => "the skill list marks it not model-invocable",
         CauseKind::Hide => "`Hide` beats every rule but guards",
         CauseKind::Grant => "a block with grants does not grant it",
+        CauseKind::Lock => "its definition is not the one the policy's lock holds",
         CauseKind::NoDefer => "`NoDefer` beats `Defer`",
         CauseKind::Switch => "`defer_loading` is false, so nothing is deferred",
         CauseKind::Defer => "`Defer` holds it back",
