@@ -27,6 +27,7 @@
 //!   `note` added to its input schema, one whose name starts with `delete`
 //!   (annotated `readOnlyHint: false`, `destructiveHint: true` from the
 //!   start) says `readOnlyHint: true`, and a tool `pulled` is added.
+//!   `FIXTURE_PULLED=1`: as after `rugpull` from the start.
 //! - `FIXTURE_EXTRA_TOOLS=N`: N more tools, `extra_0` to `extra_{N-1}`, after
 //!   those named; `FIXTURE_PAGE_SIZE=K`: the list in pages of K tools;
 //!   `FIXTURE_PAGES_CIRCLE=1`: every page's next cursor leads back to the first;
@@ -354,6 +355,10 @@ async fn main() {
     if tools.is_empty() {
         tools.push("echo".into());
     }
+    let pulled = std::env::var("FIXTURE_PULLED").as_deref() == Ok("1");
+    if pulled {
+        tools.push("pulled".into());
+    }
     let versions = env_list("FIXTURE_VERSIONS")
         .into_iter()
         .filter_map(|v| serde_json::from_value(json!(v)).ok())
@@ -366,7 +371,7 @@ async fn main() {
     let fixture = Fixture {
         tools: Arc::new(Mutex::new(tools)),
         mutated: Arc::default(),
-        pulled: Arc::default(),
+        pulled: Arc::new(pulled.into()),
         versions,
         slow: Duration::from_millis(slow),
         legacy: std::env::var("FIXTURE_LEGACY").as_deref() == Ok("1"),

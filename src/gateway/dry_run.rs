@@ -61,6 +61,60 @@ pub struct Report {
     pub note: &'static str,
     /// Whether a server failed to start (exit code 1).
     pub failed: bool,
+    /// The servers' tools against the policy's lock, when it names one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lock: Option<LockReport>,
+}
+
+/// The servers' tools against the lock: how many it holds, and how many it
+/// does not (changed since it was written, or new).
+#[derive(Debug, Serialize)]
+pub struct LockReport {
+    /// The lock as the policy names it.
+    pub file: String,
+    /// Tools whose definition is the one the lock holds.
+    pub locked: usize,
+    /// Tools whose definition is not the one the lock holds.
+    pub changed: usize,
+    /// Tools the lock has no entry for.
+    pub new: usize,
+    /// Entries of the lock no server lists.
+    pub removed: usize,
+    /// What becomes of the changed and new tools in the gateway's context.
+    pub unlocked: crate::settings::Unlocked,
+}
+
+/// The lock report of a snapshot, in context `ctx`.
+fn lock_report(snap: &crate::runtime::Snapshot, ctx: &Context) -> Option<LockReport> {
+    let setting = snap.policy().lock.as_ref()?;
+    let registry = snap.registry();
+    let unlocked = snap
+        .table()
+        .resolve(ctx)
+        .map(|r| r.settings().unlocked)
+        .unwrap_or_default();
+    let file = setting.path.clone();
+    let Some(lock) = &setting.file else {
+        // Never read: every tool is unlocked.
+        return Some(LockReport {
+            file,
+            locked: 0,
+            changed: 0,
+            new: registry.len(),
+            removed: 0,
+            unlocked,
+        });
+    };
+    let c = crate::lock::compare(lock, registry);
+    let unlocked_len = registry.tools().iter().filter(|t| t.unlocked).count();
+    Some(LockReport {
+        file,
+        locked: registry.len() - unlocked_len,
+        changed: unlocked_len - c.added.len(),
+        new: c.added.len(),
+        removed: c.removed.len(),
+        unlocked,
+    })
 }
 
 /// Whether a tool's title or description says it is deprecated.
@@ -110,6 +164,7 @@ pub fn report(gateway: &Gateway, started: &StartReport) -> Result<Report, String
         catalog: plan.catalog().to_string(),
         tokens: plan.first_turn(Some(delivery)),
         note: TOKENS_NOTE,
+        lock: lock_report(&engine.snapshot(), &gateway.options.context),
     })
 }
 
@@ -172,6 +227,17 @@ pub fn human(r: &Report) -> String {
             r.hidden_tools.join(", ")
         }
     );
+    if let Some(l) = &r.lock {
+        out += &format!(
+            "lock `{}`: {} locked, {} changed, {} new, {} removed (unlocked: {})\n",
+            crate::chars::escape(&l.file),
+            l.locked,
+            l.changed,
+            l.new,
+            l.removed,
+            l.unlocked.as_str()
+        );
+    }
     for name in &r.deprecated {
         out += &format!(
             "note: `{name}` is listed, and its title or description says it is deprecated\n"

@@ -41,6 +41,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 
 use crate::runtime::Engine;
+use crate::settings::Unlocked;
 use crate::{Context, Policy, SkillList};
 
 use catalog::Route;
@@ -141,15 +142,22 @@ impl Gateway {
         for w in built.registry.warnings() {
             log!("warning: {w}");
         }
-        self.report_changes(&built);
         if built.registry.index_of(&self.options.call_tool).is_some() {
             log!(
                 "warning: a server tool is named `{}`, as the call-through tool: the model reaches deferred tools through the server's",
                 self.options.call_tool
             );
         }
+        let before = self.engine.snapshot();
+        // Marked against the policy's lock here: an unlocked tool follows
+        // `unlocked` from the next request on.
         self.engine.set_registry(built.registry);
-        *self.routes.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(built.routes);
+        let routes = Arc::new(built.routes);
+        let old_routes = std::mem::replace(
+            &mut *self.routes.write().unwrap_or_else(PoisonError::into_inner),
+            Arc::clone(&routes),
+        );
+        self.report_changes(&before, &self.engine.snapshot(), &old_routes, &routes);
         self.engine.emit(crate::audit::EventKind::Reload {
             what: "registry".into(),
             ok: true,
@@ -159,53 +167,70 @@ impl Gateway {
     }
 
     /// Names on standard error every tool whose definition differs from
-    /// the one served until now, with the fields that changed: the model may
-    /// hold the old schema from a search result.
-    fn report_changes(&self, built: &catalog::Catalog) {
-        let snapshot = self.engine.snapshot();
+    /// the one served until now, with the fields that changed (the model
+    /// may hold the old schema from a search result), and every tool a
+    /// server added after start; with a lock, each says what becomes of it.
+    /// A change is a `drift` event too.
+    fn report_changes(
+        &self,
+        before: &crate::runtime::Snapshot,
+        after: &crate::runtime::Snapshot,
+        old_routes: &HashMap<String, Route>,
+        routes: &HashMap<String, Route>,
+    ) {
         let server_of = |name: &str| {
-            built
-                .routes
+            routes
                 .get(name)
                 .and_then(|r| self.children.get(r.server))
                 .map_or("?", |c| c.name())
         };
+        let lock = after
+            .policy()
+            .lock
+            .as_ref()
+            .map(|setting| setting.file.clone());
+        let unlocked = after
+            .table()
+            .resolve(&self.options.context)
+            .map(|r| r.settings().unlocked)
+            .unwrap_or_default();
+        let held = |tool: &crate::registry::Tool| lock_words(lock.is_some(), tool, unlocked);
         // A tool is added after start when its server had listed tools
         // before: a server that comes up late, or again, adds none.
-        let listed_before: std::collections::HashSet<usize> = self
-            .routes
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .values()
-            .map(|r| r.server)
-            .collect();
-        for tool in built.registry.tools() {
-            let Some(route) = built.routes.get(&tool.name) else {
+        let listed_before: std::collections::HashSet<usize> =
+            old_routes.values().map(|r| r.server).collect();
+        for tool in after.registry().tools() {
+            let Some(route) = routes.get(&tool.name) else {
                 continue;
             };
-            if listed_before.contains(&route.server)
-                && snapshot.registry().get(&tool.name).is_none()
+            if listed_before.contains(&route.server) && before.registry().get(&tool.name).is_none()
             {
                 log!(
-                    "note: server `{}`: tool `{}` added after start",
+                    "note: server `{}`: tool `{}` added after start{}",
                     server_of(&tool.name),
-                    crate::chars::escape_name(&tool.name)
+                    crate::chars::escape_name(&tool.name),
+                    held(tool)
                 );
             }
         }
-        for (tool, fields) in crate::registry::changed_tools(snapshot.registry(), &built.registry) {
-            let server = server_of(&tool.name);
+        for (tool, fields) in crate::registry::changed_tools(before.registry(), after.registry()) {
             let fields: Vec<&str> = fields.iter().map(|f| f.as_str()).collect();
             log!(
-                "warning: server `{server}`: tool `{}` changed after start: {}",
+                "warning: server `{}`: tool `{}` changed after start: {}{}",
+                server_of(&tool.name),
                 crate::chars::escape_name(&tool.name),
-                fields.join(", ")
+                fields.join(", "),
+                held(tool)
             );
-            // No lock file pins definitions yet: every change is unlocked.
+            // Whether the change is held against a definition the lock
+            // approved.
+            let locked = lock
+                .as_ref()
+                .is_some_and(|file| file.as_ref().is_some_and(|f| f.get(&tool.name).is_some()));
             self.engine.emit(crate::audit::EventKind::Drift {
                 tool: tool.name.clone(),
                 fields: fields.iter().map(|f| f.to_string()).collect(),
-                locked: false,
+                locked,
             });
         }
     }
@@ -367,6 +392,24 @@ impl Gateway {
     /// Stops every child, side by side, and waits until they have stopped.
     pub async fn stop(&self) {
         stop_all(&self.children).await;
+    }
+}
+
+/// What a lock makes of a tool that changed or was added, for its line on
+/// standard error: nothing without a lock.
+fn lock_words(has_lock: bool, tool: &crate::registry::Tool, unlocked: Unlocked) -> &'static str {
+    match (has_lock, tool.unlocked, unlocked) {
+        (false, ..) => "",
+        (true, false, _) => "; the lock holds it",
+        (true, true, Unlocked::Hide) => {
+            "; the lock does not hold it: hidden from the next request on"
+        }
+        (true, true, Unlocked::Defer) => {
+            "; the lock does not hold it: deferred from the next request on"
+        }
+        (true, true, Unlocked::Allow) => {
+            "; the lock does not hold it: served anyway (`unlocked = \"allow\"`)"
+        }
     }
 }
 

@@ -1,7 +1,9 @@
-//! Hot reload of the policy: its file is polled for a new modification time
-//! or length every [`POLL`], and re-read at once on SIGHUP. A reload that
-//! fails (a policy error, or a policy that refuses the gateway's context)
-//! keeps the last good policy and prints why to standard error.
+//! Hot reload of the policy: its file, and the lock file it names, are
+//! polled for a new modification time or length every [`POLL`], and re-read
+//! at once on SIGHUP. A new lock is a new version of the policy: the policy
+//! is read again with it. A reload that fails (a policy error, a lock that
+//! does not load, or a policy that refuses the gateway's context) keeps the
+//! last good policy and prints why to standard error.
 //!
 //! A reload fails closed. Only a regular file is re-read, opened so that a
 //! FIFO at the path cannot block it (a pipe such as `<(cat p.policy)` has
@@ -29,13 +31,29 @@ pub const POLL: Duration = Duration::from_millis(500);
 /// is waiting for it (a stalled network mount).
 pub const READ_WAIT: Duration = Duration::from_secs(5);
 
-/// What identifies a version of the file without reading it: its
+/// What identifies a version of a file without reading it: its
 /// modification time and length.
-type Stamp = Option<(SystemTime, u64)>;
+type FileStamp = Option<(SystemTime, u64)>;
 
-fn stamp(path: &Path) -> Stamp {
+/// The policy file's stamp and that of the lock it names, if any: a new
+/// lock is a new version of the policy.
+type Stamp = (FileStamp, FileStamp);
+
+fn file_stamp(path: &Path) -> FileStamp {
     let meta = std::fs::metadata(path).ok()?;
     Some((meta.modified().ok()?, meta.len()))
+}
+
+fn stamp(path: &Path, lock: Option<&Path>) -> Stamp {
+    (file_stamp(path), lock.and_then(file_stamp))
+}
+
+/// Where the lock the policy in force names lies, if it names one that can
+/// be inside its folder.
+fn lock_path(gateway: &Gateway) -> Option<PathBuf> {
+    let snap = gateway.engine.snapshot();
+    let setting = snap.policy().lock.as_ref()?;
+    crate::lock::resolve(&gateway.options.policy_path, &setting.path).ok()
 }
 
 /// The policy file's bytes for a reload, or why it is not re-read: it is
@@ -112,12 +130,26 @@ fn install_policy(gateway: &Gateway, read: Result<Vec<u8>, String>) -> (bool, Ve
             return (false, Vec::new());
         }
     };
-    let policy = match Policy::from_bytes(shown.clone(), &bytes) {
+    // The lock the policy names is read with it: one that does not load
+    // keeps the last good policy, as a policy error does.
+    let loaded = Policy::from_bytes(shown.clone(), &bytes).and_then(|mut policy| {
+        crate::lock::attach(&mut policy, &gateway.options.policy_path).map(|()| policy)
+    });
+    let policy = match loaded {
         Ok(p) => p,
         Err(e) => {
             let shown_errors = crate::render::plain(&e.source, &e.diagnostics);
             log!("{}", shown_errors.trim_end_matches('\n'));
-            log!("error: `{shown}` has errors; keeping the last good policy");
+            let what = if e
+                .diagnostics
+                .iter()
+                .any(|d| d.code == crate::diag::Code::BadLock)
+            {
+                "the lock it names does not load"
+            } else {
+                "has errors"
+            };
+            log!("error: `{shown}`: {what}; keeping the last good policy");
             return (
                 false,
                 e.diagnostics.iter().map(|d| d.code.to_string()).collect(),
@@ -158,11 +190,11 @@ struct Pending {
     reported: bool,
 }
 
-fn look(path: &Path, read: bool) -> Pending {
+fn look(path: &Path, lock: Option<PathBuf>, read: bool) -> Pending {
     let path = path.to_path_buf();
     Pending {
         task: tokio::task::spawn_blocking(move || {
-            let before = stamp(&path);
+            let before = stamp(&path, lock.as_deref());
             if read {
                 Look::Read(before, read_for_reload(&path))
             } else {
@@ -190,10 +222,11 @@ pub async fn watch(gateway: Arc<Gateway>, mut hangup: Hangup) {
     // The stamp of the version last read (or refused), and the poll's last.
     let mut last = tokio::task::spawn_blocking({
         let path = path.clone();
-        move || stamp(&path)
+        let lock = lock_path(&gateway);
+        move || stamp(&path, lock.as_deref())
     })
     .await
-    .unwrap_or(None);
+    .unwrap_or((None, None));
     let mut polled = last;
     let mut pending: Option<Pending> = None;
     let mut read_asked = false;
@@ -203,7 +236,7 @@ pub async fn watch(gateway: Arc<Gateway>, mut hangup: Hangup) {
         tokio::select! {
             _ = tick.tick() => {
                 match &mut pending {
-                    None => pending = Some(look(&path, std::mem::take(&mut read_asked))),
+                    None => pending = Some(look(&path, lock_path(&gateway), std::mem::take(&mut read_asked))),
                     Some(p) if !p.reported && p.since.elapsed() >= READ_WAIT => {
                         p.reported = true;
                         log!(
@@ -218,7 +251,7 @@ pub async fn watch(gateway: Arc<Gateway>, mut hangup: Hangup) {
             }
             _ = next_hangup(&mut hangup) => {
                 if pending.is_none() {
-                    pending = Some(look(&path, true));
+                    pending = Some(look(&path, lock_path(&gateway), true));
                 } else {
                     read_asked = true;
                 }
@@ -229,7 +262,7 @@ pub async fn watch(gateway: Arc<Gateway>, mut hangup: Hangup) {
                     Some(Look::Stamp(now)) => {
                         // Read once the stamp has held still for one poll.
                         if now != last && now == polled {
-                            pending = Some(look(&path, true));
+                            pending = Some(look(&path, lock_path(&gateway), true));
                         }
                         polled = now;
                     }

@@ -20,7 +20,7 @@ use crate::audit::{Audit, AuditHook, EventCause, EventKind, Forwarded, Outcome};
 use crate::decision::{Context, ContextError, ItemRef};
 use crate::registry::{Registry, Skill};
 use crate::search::{Explanation, Ranked};
-use crate::settings::{Activation, OnMiss};
+use crate::settings::{Activation, OnMiss, Unlocked};
 
 use super::activation::{ActivationResult, CallOutcome, MAX_MATCHES, Verb, areas};
 use super::engine::{Engine, Snapshot};
@@ -69,6 +69,21 @@ impl Serialize for Session {
 fn moved(from: &Registry, to: &Registry, i: u32) -> Option<u32> {
     let t = from.tools().get(i as usize)?;
     to.index_of(&t.name).map(|j| j as u32)
+}
+
+/// [`moved`], for an activation or evidence kept across a reload: `None`
+/// also for a tool the lock stopped holding since (it became unlocked, or
+/// changed again while unlocked) while the context's `unlocked` is not
+/// `allow`. The model read the definition it was loaded with: a hidden one
+/// cannot be called any more, and a deferred one is read again before use.
+fn carried(from: &Registry, to: &Registry, base: &BasePlan, i: u32) -> Option<u32> {
+    let j = moved(from, to, i)?;
+    let (Some(old), Some(new)) = (from.tools().get(i as usize), to.tools().get(j as usize)) else {
+        return Some(j);
+    };
+    let newly_unlocked =
+        new.unlocked && (!old.unlocked || !crate::registry::changed_fields(old, new).is_empty());
+    (!newly_unlocked || base.settings.unlocked == Unlocked::Allow).then_some(j)
 }
 
 impl Session {
@@ -195,13 +210,13 @@ impl Session {
     /// indices moved to the snapshot's registry.
     fn prepare(&mut self, engine: &Engine) -> Result<(Arc<Snapshot>, Arc<BasePlan>), ContextError> {
         let snap = engine.snapshot();
+        let base = snap.base(&self.context)?;
         if !Arc::ptr_eq(&self.registry, snap.registry_arc()) {
             let (from, to) = (&self.registry, snap.registry());
-            self.activated.remap(|i| moved(from, to, i));
-            self.evidence.remap(|i| moved(from, to, i));
+            self.activated.remap(|i| carried(from, to, &base, i));
+            self.evidence.remap(|i| carried(from, to, &base, i));
             self.registry = Arc::clone(snap.registry_arc());
         }
-        let base = snap.base(&self.context)?;
         Ok((snap, base))
     }
 
@@ -237,7 +252,9 @@ impl Session {
         }
         // The registry was reloaded since this session's last call.
         let (from, to) = (&self.registry, snap.registry());
-        let activated: Vec<u32> = activated.filter_map(|i| moved(from, to, i)).collect();
+        let activated: Vec<u32> = activated
+            .filter_map(|i| carried(from, to, &base, i))
+            .collect();
         Ok(Plan::new(snap, base, activated.into_iter()))
     }
 

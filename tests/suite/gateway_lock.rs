@@ -3,7 +3,7 @@
 //! error, locked or not; with a lock, each unlocked tool follows the
 //! effective `unlocked` from the next request on, on every path.
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::gateway_support::*;
 
@@ -41,4 +41,360 @@ fn without_a_lock_each_change_is_named_with_its_fields() {
     }
     let r = g.call("fx__note", json!({"text": "hi"}));
     assert!(!is_error(&r), "{r}");
+}
+
+/// Writes `tools.lock` beside the policy from the servers as they list
+/// their tools now (`policy registry --servers`, then the library's lock).
+fn lock_servers(policy: &std::path::Path, servers: &std::path::Path) {
+    let dir = policy.parent().unwrap();
+    let registry = dir.join("registry.json");
+    let (code, out, err) = policy_to_end(&[
+        "registry",
+        "--servers",
+        servers.to_str().unwrap(),
+        "--out",
+        registry.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "policy registry: {out}{err}");
+    let text = std::fs::read_to_string(&registry).unwrap();
+    let registry = toolpolicy::Registry::from_json(&text).unwrap();
+    let lock = toolpolicy::lock::Lock::from_registry(&registry).to_text();
+    std::fs::write(dir.join("tools.lock"), lock).unwrap();
+}
+
+/// A gateway on a locked policy (`policy` after the `lock` line) in front of
+/// the fixture with [`TOOLS`], the lock written first; `extra` are more
+/// arguments.
+fn locked(tag: &str, policy: &str, extra: &[&str]) -> Gateway {
+    let dir = temp_dir(tag);
+    let text = format!("lock = \"tools.lock\"\n{policy}");
+    let (p, s) = files(&dir, &text, &[("fx", fixture(TOOLS, &[]))]);
+    lock_servers(&p, &s);
+    let args = file_args(&p, &s, extra);
+    Gateway::connect(&args, "2025-11-25").holding(dir)
+}
+
+/// Calls `rugpull` and waits until the gateway has listed the changes.
+fn pull(g: &mut Gateway) {
+    assert_eq!(text(&g.call("fx__rugpull", json!({}))), "rugpull: changed");
+    assert!(g.wait_list_changed(DEADLINE), "{}", g.stderr());
+    assert!(
+        g.wait_stderr("tool `fx__pulled` added after start", 1),
+        "{}",
+        g.stderr()
+    );
+}
+
+/// A call through `call_tool`.
+fn through(g: &mut Gateway, name: &str) -> Value {
+    g.call(
+        "call_tool",
+        json!({"name": name, "arguments": {"text": "x"}}),
+    )
+}
+
+fn assert_not_found(r: &Value, name: &str) {
+    assert!(is_error(r), "`{name}` was reached: {r}");
+    assert!(text(r).contains("not found"), "{name}: {r}");
+}
+
+const CHANGED: [&str; 4] = ["fx__note", "fx__write", "fx__delete", "fx__pulled"];
+
+/// Under the default `unlocked = "hide"`, every tool that changes, and the
+/// one added, is named with what becomes of it and is hidden from the next
+/// request on: not listed, not found by a direct call, through `call_tool`
+/// or by a search; the tools that did not change are served as before.
+#[test]
+fn a_locked_gateway_hides_each_tool_that_changes_on_every_path() {
+    let mut g = locked(
+        "lock-hide",
+        "NoDefer(fx__note, fx__write, fx__delete, fx__rugpull)\nDefer(*)\n",
+        &[],
+    );
+    let before = g.list();
+    for name in [
+        "fx__note",
+        "fx__write",
+        "fx__delete",
+        "call_tool",
+        "tool_search",
+    ] {
+        assert!(before.iter().any(|n| n == name), "{name}: {before:?}");
+    }
+    assert!(!is_error(&g.call("fx__note", json!({"text": "x"}))));
+    assert!(!g.stderr().contains("lock does not hold"), "{}", g.stderr());
+    pull(&mut g);
+    for line in [
+        "warning: server `fx`: tool `fx__note` changed after start: description; the lock does not hold it: hidden from the next request on",
+        "warning: server `fx`: tool `fx__write` changed after start: input schema; the lock does not hold it: hidden from the next request on",
+        "warning: server `fx`: tool `fx__delete` changed after start: annotations; the lock does not hold it: hidden from the next request on",
+        "note: server `fx`: tool `fx__pulled` added after start; the lock does not hold it: hidden from the next request on",
+    ] {
+        assert!(g.wait_stderr(line, 1), "no `{line}` in:\n{}", g.stderr());
+    }
+    let after = g.list();
+    for name in CHANGED {
+        assert!(!after.iter().any(|n| n == name), "{name} listed: {after:?}");
+        assert_not_found(&g.call(name, json!({"text": "x"})), name);
+        assert_not_found(&through(&mut g, name), name);
+    }
+    let r = g.call(
+        "tool_search",
+        json!({"query": "note ssh id_rsa write delete pulled"}),
+    );
+    for name in CHANGED {
+        assert!(!text(&r).contains(name), "a search found {name}: {r}");
+    }
+    // What did not change is served as before.
+    assert!(after.iter().any(|n| n == "fx__rugpull"), "{after:?}");
+    let r = through(&mut g, "fx__echo");
+    assert!(
+        text(&r).contains("not found"),
+        "echo is deferred, not yet loaded: {r}"
+    );
+    let r = g.call("tool_search", json!({"query": "", "names": ["fx__echo"]}));
+    assert!(text(&r).contains("fx__echo"), "{r}");
+    assert!(!is_error(&through(&mut g, "fx__echo")));
+}
+
+/// A tool the model had loaded by a search, and called, is refused once it
+/// changes: loading it earlier does not keep it past the lock.
+#[test]
+fn a_loaded_tool_that_changes_cannot_be_called_any_more() {
+    let mut g = locked("lock-loaded", "NoDefer(fx__rugpull)\nDefer(*)\n", &[]);
+    let r = g.call(
+        "tool_search",
+        json!({"query": "", "names": ["fx__note", "fx__echo"]}),
+    );
+    assert!(text(&r).contains("fx__note"), "{r}");
+    assert!(!is_error(&through(&mut g, "fx__note")));
+    pull(&mut g);
+    assert_not_found(&through(&mut g, "fx__note"), "fx__note");
+    assert_not_found(&g.call("fx__note", json!({"text": "x"})), "fx__note");
+    // A search cannot bring it back.
+    let r = g.call("tool_search", json!({"query": "", "names": ["fx__note"]}));
+    assert!(!text(&r).contains("IMPORTANT"), "{r}");
+    assert_not_found(&through(&mut g, "fx__note"), "fx__note");
+    // The loaded tool that did not change is still loaded.
+    assert!(!is_error(&through(&mut g, "fx__echo")));
+}
+
+/// Under `unlocked = "defer"`, a changed tool, declared or loaded before,
+/// is deferred: not listed, not reached until a search loads it again, and
+/// the search shows its new definition, which the model reads before use.
+#[test]
+fn with_unlocked_defer_a_changed_tool_is_read_again_before_use() {
+    let mut g = locked(
+        "lock-defer",
+        "unlocked = \"defer\"\non_miss = \"error\"\nNoDefer(fx__note, fx__rugpull)\nDefer(*)\n",
+        &[],
+    );
+    assert!(g.list().iter().any(|n| n == "fx__note"));
+    let r = g.call("tool_search", json!({"query": "", "names": ["fx__write"]}));
+    assert!(text(&r).contains("fx__write"), "{r}");
+    assert!(!is_error(&through(&mut g, "fx__write")));
+    pull(&mut g);
+    assert!(
+        g.wait_stderr(
+            "tool `fx__note` changed after start: description; the lock does not hold it: deferred from the next request on",
+            1
+        ),
+        "{}",
+        g.stderr()
+    );
+    let listed = g.list();
+    assert!(!listed.iter().any(|n| n == "fx__note"), "{listed:?}");
+    for name in ["fx__note", "fx__write", "fx__pulled"] {
+        assert_not_found(&g.call(name, json!({"text": "x"})), name);
+        assert_not_found(&through(&mut g, name), name);
+    }
+    // Found again by a search, with the definition as it is now: the
+    // schema with its new parameter (a description shows its summary).
+    let r = g.call(
+        "tool_search",
+        json!({"query": "", "names": ["fx__note", "fx__write"]}),
+    );
+    let shown = text(&r);
+    assert!(
+        shown.contains(
+            r#"{"type":"object","properties":{"text":{"type":"string"},"note":{"type":"string"}}}"#
+        ),
+        "the new parameter is shown: {shown}"
+    );
+    assert!(!is_error(&through(&mut g, "fx__note")));
+    assert!(!is_error(&through(&mut g, "fx__write")));
+}
+
+/// With `--exposure list-changed`, a loaded tool that changes under
+/// `unlocked = "defer"` leaves the list until a search loads it again.
+#[test]
+fn with_list_changed_exposure_a_changed_loaded_tool_leaves_the_list() {
+    let mut g = locked(
+        "lock-list-changed",
+        "unlocked = \"defer\"\nNoDefer(fx__rugpull)\nDefer(*)\n",
+        &["--exposure", "list-changed"],
+    );
+    let r = g.call(
+        "tool_search",
+        json!({"query": "", "names": ["fx__note", "fx__echo"]}),
+    );
+    assert!(text(&r).contains("fx__note"), "{r}");
+    let listed = g.list();
+    assert!(listed.iter().any(|n| n == "fx__note"), "{listed:?}");
+    pull(&mut g);
+    let listed = g.list();
+    assert!(!listed.iter().any(|n| n == "fx__note"), "{listed:?}");
+    assert!(listed.iter().any(|n| n == "fx__echo"), "{listed:?}");
+    g.call("tool_search", json!({"query": "", "names": ["fx__note"]}));
+    let listed = g.list();
+    assert!(listed.iter().any(|n| n == "fx__note"), "{listed:?}");
+}
+
+/// `unlocked` is scoped like every setting: a mode that allows unlocked
+/// tools serves them as before, and the change is still named.
+#[test]
+fn unlocked_allow_in_the_gateways_mode_serves_changed_tools() {
+    let mut g = locked(
+        "lock-allow",
+        "mode work {\n}\nmode trusted {\n  unlocked = \"allow\"\n}\nNoDefer(*)\n",
+        &["--mode", "trusted"],
+    );
+    pull(&mut g);
+    assert!(
+        g.wait_stderr(
+            "tool `fx__note` changed after start: description; the lock does not hold it: served anyway (`unlocked = \"allow\"`)",
+            1
+        ),
+        "{}",
+        g.stderr()
+    );
+    let listed = g.list();
+    for name in CHANGED {
+        assert!(listed.iter().any(|n| n == name), "{name}: {listed:?}");
+        assert!(!is_error(&g.call(name, json!({"text": "x"}))), "{name}");
+    }
+}
+
+/// The `drift` event says whether the lock held the tool that changed.
+#[test]
+#[cfg(unix)]
+fn a_drift_event_says_whether_the_lock_held_the_tool() {
+    let dir = temp_dir("lock-drift");
+    let (p, s) = files(
+        &dir,
+        "lock = \"tools.lock\"\nNoDefer(*)\n",
+        &[("fx", fixture(TOOLS, &[]))],
+    );
+    lock_servers(&p, &s);
+    // `fx__write` is not in the lock: it was unlocked before it changed.
+    let lock_path = dir.join("tools.lock");
+    let text_before = std::fs::read_to_string(&lock_path).unwrap();
+    let kept: Vec<&str> = text_before
+        .lines()
+        .filter(|l| !l.contains("\"fx__write\""))
+        .collect();
+    std::fs::write(&lock_path, kept.join("\n") + "\n").unwrap();
+    let log = dir.join("audit.jsonl");
+    let log_arg = log.to_str().unwrap().to_string();
+    let mut g = Gateway::connect(&file_args(&p, &s, &["--audit", &log_arg]), "2025-11-25");
+    pull(&mut g);
+    assert_eq!(g.finish(), Some(0), "{}", g.stderr());
+    let drift: std::collections::BTreeMap<String, Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["event"] == "drift")
+        .map(|e| (e["tool"].as_str().unwrap_or_default().to_string(), e))
+        .collect();
+    assert_eq!(drift["fx__note"]["locked"], true, "{drift:?}");
+    assert_eq!(drift["fx__delete"]["locked"], true, "{drift:?}");
+    assert_eq!(drift["fx__write"]["locked"], false, "{drift:?}");
+    assert_eq!(drift["fx__write"]["fields"], json!(["input schema"]));
+}
+
+/// `--dry-run` counts the tools the lock holds, those that changed since it
+/// was written and those it has no entry for.
+#[test]
+fn dry_run_counts_locked_changed_and_new_tools() {
+    let dir = temp_dir("lock-dry-run");
+    let policy = "lock = \"tools.lock\"\nNoDefer(*)\n";
+    let (p, s) = files(&dir, policy, &[("fx", fixture(TOOLS, &[]))]);
+    lock_servers(&p, &s);
+    let args = file_args(&p, &s, &["--dry-run", "--format", "json"]);
+    let (code, out, err) = run_to_end(&args);
+    assert_eq!(code, Some(0), "{err}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["lock"]["locked"], 5, "{report}");
+    assert_eq!(report["lock"]["changed"], 0, "{report}");
+    assert_eq!(report["lock"]["new"], 0, "{report}");
+    // The same servers, as after `rugpull`.
+    let (p, s) = files(
+        &dir,
+        policy,
+        &[("fx", fixture(TOOLS, &[("FIXTURE_PULLED", "1")]))],
+    );
+    let (code, out, err) = run_to_end(&file_args(&p, &s, &["--dry-run", "--format", "json"]));
+    assert_eq!(code, Some(0), "{err}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["lock"]["locked"], 2, "{report}");
+    assert_eq!(report["lock"]["changed"], 3, "{report}");
+    assert_eq!(report["lock"]["new"], 1, "{report}");
+    let hidden: Vec<&str> = report["hidden_tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(
+        hidden,
+        ["fx__note", "fx__write", "fx__delete", "fx__pulled"]
+    );
+    let (code, out, err) = run_to_end(&file_args(&p, &s, &["--dry-run"]));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.contains("lock `tools.lock`: 2 locked, 3 changed, 1 new, 0 removed (unlocked: hide)"),
+        "{out}"
+    );
+}
+
+/// The lock file is watched as the policy is: a new lock is in force from
+/// the next request on, and one that does not load keeps the last good
+/// policy and says why.
+#[test]
+fn a_lock_reload_is_a_policy_reload() {
+    let dir = temp_dir("lock-reload");
+    let (p, s) = files(
+        &dir,
+        "lock = \"tools.lock\"\nNoDefer(*)\n",
+        &[("fx", fixture(TOOLS, &[]))],
+    );
+    lock_servers(&p, &s);
+    let lock_path = dir.join("tools.lock");
+    let good = std::fs::read_to_string(&lock_path).unwrap();
+    let mut g = Gateway::connect(&file_args(&p, &s, &[]), "2025-11-25");
+    assert!(!is_error(&g.call("fx__note", json!({"text": "x"}))));
+    // The lock loses `fx__note`'s entry: it is hidden from then on.
+    let without: Vec<&str> = good
+        .lines()
+        .filter(|l| !l.contains("\"fx__note\""))
+        .collect();
+    std::fs::write(&lock_path, without.join("\n") + "\n").unwrap();
+    assert!(g.wait_stderr("note: reloaded", 1), "{}", g.stderr());
+    assert_not_found(&g.call("fx__note", json!({"text": "x"})), "fx__note");
+    // A lock that is not one: the last good policy stays.
+    std::fs::write(&lock_path, "{\"toolpolicy_lock\":1}\nnot json\n").unwrap();
+    assert!(
+        g.wait_stderr("keeping the last good policy", 1),
+        "{}",
+        g.stderr()
+    );
+    assert!(g.stderr().contains("tools.lock"), "{}", g.stderr());
+    assert_not_found(&g.call("fx__note", json!({"text": "x"})), "fx__note");
+    assert!(!is_error(&g.call("fx__echo", json!({"text": "x"}))));
+    // The good lock again: `fx__note` is back.
+    std::fs::write(&lock_path, &good).unwrap();
+    assert!(g.wait_stderr("note: reloaded", 2), "{}", g.stderr());
+    assert!(!is_error(&g.call("fx__note", json!({"text": "x"}))));
+    drop(g);
+    drop(dir);
 }
