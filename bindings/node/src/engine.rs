@@ -2,15 +2,16 @@
 //! every chat of a host. Hot reload swaps them whole; a reload that fails
 //! throws and leaves the last good engine in place.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use napi::bindgen_prelude::Unknown;
 use napi::{Env, Result};
 use napi_derive::napi;
 use serde_json::Value;
+use toolpolicy::diag::{Code, Diagnostic};
 use toolpolicy::explain::{explain, note_plan};
-use toolpolicy::{ItemRef, Policy, Registry, SessionState, SkillList};
+use toolpolicy::{ItemRef, LoadErrors, Policy, Registry, SessionState, SkillList};
 
 use crate::args;
 use crate::cache::Builder;
@@ -25,6 +26,10 @@ pub struct Engine {
     pub(crate) inner: Arc<toolpolicy::Engine>,
     /// The policy's file name, for the diagnostics of a reload.
     file: String,
+    /// Where the policy stands, for the lock it names (`lock = "..."` is
+    /// relative to its folder): the policy file, or for policy text the
+    /// `dir` option's folder; `None` for text without one.
+    place: Option<PathBuf>,
     /// What turns its sessions' plans into JavaScript objects.
     builder: Arc<Builder>,
 }
@@ -63,6 +68,35 @@ fn skills(env: &Env, file: &str, text: &str) -> Result<SkillList> {
     SkillList::from_json(text).map_err(|e| error::list(env, file, &e))
 }
 
+/// Reads the lock `policy` names from beside `place` (the policy file, or a
+/// file in the folder the `dir` option names). Policy text given without a
+/// folder has nowhere to read it from: that is an error at the `lock`
+/// setting, never a policy without its lock.
+fn attach_lock(policy: &mut Policy, place: Option<&Path>) -> std::result::Result<(), LoadErrors> {
+    let Some(setting) = &policy.lock else {
+        return Ok(());
+    };
+    let Some(place) = place else {
+        let shown = toolpolicy::chars::escape(&setting.path).into_owned();
+        return Err(LoadErrors {
+            diagnostics: vec![
+                Diagnostic::new(
+                    Code::BadLock,
+                    setting.value_span,
+                    format!(
+                        "the policy names the lock `{shown}`, and policy text has no folder to read it from"
+                    ),
+                )
+                .with_help(
+                    "pass the folder the lock path is relative to as `options.dir`, or build the engine with `Engine.fromFiles`",
+                ),
+            ],
+            source: policy.source.clone(),
+        });
+    };
+    toolpolicy::lock::attach(policy, place)
+}
+
 #[napi]
 impl Engine {
     /// An engine from policy text and the tools: an array of definitions
@@ -80,13 +114,34 @@ impl Engine {
     ) -> Result<Engine> {
         let text = args::string(&env, &policy_text, "policyText")?;
         let tools = args::json_text(&env, &tools, "tools")?;
-        let opts = args::options(&env, options.as_ref(), "options", &["file", "skills"])?;
+        let opts = args::options(
+            &env,
+            options.as_ref(),
+            "options",
+            &["file", "skills", "dir"],
+        )?;
         let file = args::opt_string(
             &env,
             args::field(opts.as_ref(), "file")?.as_ref(),
             "options.file",
         )?
         .unwrap_or_else(|| "policy".to_string());
+        let dir = args::opt_string(
+            &env,
+            args::field(opts.as_ref(), "dir")?.as_ref(),
+            "options.dir",
+        )?;
+        if dir.as_deref() == Some("") {
+            return Err(error::usage(
+                &env,
+                "`options.dir` names no folder",
+                Some(
+                    "give the folder the policy's relative paths (its `lock`) are read from".into(),
+                ),
+            ));
+        }
+        // The policy as if it were a file in that folder.
+        let place = dir.map(|d| Path::new(&d).join(policy_file_name(&file)));
         let skill_list = match args::field(opts.as_ref(), "skills")? {
             Some(v) => skills(
                 &env,
@@ -95,11 +150,13 @@ impl Engine {
             )?,
             None => SkillList::default(),
         };
-        let policy = Policy::parse(file.as_str(), text).map_err(|e| error::policy(&env, &e))?;
+        let mut policy = Policy::parse(file.as_str(), text).map_err(|e| error::policy(&env, &e))?;
+        attach_lock(&mut policy, place.as_deref()).map_err(|e| error::policy(&env, &e))?;
         let registry = registry(&env, "tools", &tools)?;
         Ok(Engine {
             inner: Arc::new(toolpolicy::Engine::new(policy, registry, skill_list)),
             file,
+            place,
             builder: Arc::default(),
         })
     }
@@ -119,8 +176,10 @@ impl Engine {
         let policy_path = args::string(&env, &policy_path, "policyPath")?;
         let registry_path = args::string(&env, &registry_path, "registryPath")?;
         let skills_path = args::opt_string(&env, skills_path.as_ref(), "skillsPath")?;
-        let policy = Policy::from_bytes(policy_path.as_str(), &read(&env, &policy_path)?)
+        let mut policy = Policy::from_bytes(policy_path.as_str(), &read(&env, &policy_path)?)
             .map_err(|e| error::policy(&env, &e))?;
+        let place = PathBuf::from(&policy_path);
+        attach_lock(&mut policy, Some(&place)).map_err(|e| error::policy(&env, &e))?;
         let text = utf8(&env, &registry_path, read(&env, &registry_path)?)?;
         let registry = registry(&env, &registry_path, &text)?;
         let skill_list = match skills_path {
@@ -133,6 +192,7 @@ impl Engine {
         Ok(Engine {
             inner: Arc::new(toolpolicy::Engine::new(policy, registry, skill_list)),
             file: policy_path,
+            place: Some(place),
             builder: Arc::default(),
         })
     }
@@ -213,14 +273,27 @@ impl Engine {
 
     /// Replaces the policy; throws with its diagnostics and keeps the last
     /// good one when it does not load. Sessions use it from their next call.
+    /// The lock it names is read again, from the same folder as at
+    /// construction: call it after the lock file changed, too.
     #[napi(ts_args_type = "text: string, file?: string")]
     pub fn reload_policy(&mut self, env: Env, text: Unknown, file: Option<Unknown>) -> Result<()> {
         let text = args::string(&env, &text, "text")?;
         let file =
             args::opt_string(&env, file.as_ref(), "file")?.unwrap_or_else(|| self.file.clone());
+        let loaded = Policy::parse(file.as_str(), text).and_then(|mut policy| {
+            attach_lock(&mut policy, self.place.as_deref()).map(|()| policy)
+        });
+        let codes = match &loaded {
+            Ok(_) => Vec::new(),
+            Err(e) => e.diagnostics.iter().map(|d| d.code.to_string()).collect(),
+        };
+        self.inner.emit(toolpolicy::audit::EventKind::Reload {
+            what: "policy".into(),
+            ok: loaded.is_ok(),
+            codes,
+        });
         self.inner
-            .reload_policy(&file, &text)
-            .map_err(|e| error::policy(&env, &e))?;
+            .set_policy(loaded.map_err(|e| error::policy(&env, &e))?);
         self.file = file;
         Ok(())
     }
@@ -284,6 +357,27 @@ impl Engine {
             .map(|t| t.name.clone())
             .collect()
     }
+}
+
+/// The lock file's text for these tools (any registry shape, as `Engine`
+/// takes them): what `policy lock --registry` writes, one entry a line in
+/// name order. A host writes it where its policy's `lock` names, after a
+/// person has reviewed the tools.
+#[napi(ts_args_type = "tools: Array<object> | { tools: Array<object> } | string")]
+#[cfg_attr(test, allow(dead_code))]
+pub fn lock_text(env: Env, tools: Unknown) -> Result<String> {
+    let text = args::json_text(&env, &tools, "tools")?;
+    let registry = registry(&env, "tools", &text)?;
+    Ok(toolpolicy::lock::Lock::from_registry(&registry).to_text())
+}
+
+/// The file name a policy given as text stands under in its `dir`: the
+/// `file` option's last part, so that diagnostics and paths agree.
+fn policy_file_name(file: &str) -> String {
+    Path::new(file).file_name().map_or_else(
+        || "policy".to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
 }
 
 /// A text file read the way the engine reads its own inputs: under the

@@ -66,6 +66,10 @@ pub struct SearchResult {
 pub struct EngineOptions {
     /// The policy's file name in diagnostics (default `policy`).
     pub file: Option<String>,
+    /// The folder the policy text is read as if it stood in: a `lock =
+    /// "tools.lock"` it names is read from there (and must be inside it).
+    /// Policy text that names a lock without it throws.
+    pub dir: Option<String>,
     /// The skill list: an array of `{name, key?, description, source?,
     /// model_invocable?}`, or JSON text.
     #[napi(ts_type = "Array<object> | string")]
