@@ -22,13 +22,17 @@
 //   session resumes its mode and evidence (`engine.resume`), so activations
 //   survive restarts; the rest of the context is the extension's own, never
 //   the entry's;
+// - a tool whose definition changes (an MCP server's) is reloaded, so a
+//   policy's `lock` holds it to the definition that was approved;
+//   `/tools-registry` writes the tools pi knows to a file that
+//   `policy lock --registry` locks;
 // - a policy the user named that cannot be read, or a `.pi/tools.policy`
 //   this pi session used and that is gone, declares nothing and blocks every
 //   call: the fallbacks apply only when nothing was named.
 
 import { createRequire } from 'node:module';
-import { lstatSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { lstatSync, mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { policyFromLazyTools } from './convert.js';
@@ -55,6 +59,9 @@ export function sourceOf(tool) {
 
 /** The project's own policy, in pi's working folder. */
 export const PROJECT_POLICY = join('.pi', 'tools.policy');
+
+/** Where `/tools-registry` writes the registry, in pi's working folder. */
+export const REGISTRY_FILE = join('.pi', 'tools.json');
 
 /** pi-lazy-tools' settings, converted when there is no policy. */
 export const LAZY_TOOLS = join('.pi', 'lazy-tools.json');
@@ -89,7 +96,8 @@ function readNamed(path, what) {
 export function readPolicy(cwd, options = {}, { projectPolicyUsed = false } = {}) {
   if (options.policy !== undefined) {
     if (typeof options.policy !== 'string') throw new Error('the `policy` option must be policy text');
-    return { text: options.policy, file: 'policy', fallback: null };
+    // Text has no folder: a `lock` it names cannot be read (use `policyPath`).
+    return { text: options.policy, file: 'policy', dir: null, fallback: null };
   }
   const named = [
     ['the `policyPath` option', options.policyPath],
@@ -98,11 +106,17 @@ export function readPolicy(cwd, options = {}, { projectPolicyUsed = false } = {}
   if (named) {
     const [what, path] = named;
     if (typeof path !== 'string' || path === '') throw new Error(`${what} names no file`);
-    return { text: readNamed(path, what), file: path, fallback: null };
+    return { text: readNamed(path, what), file: path, dir: dirname(path), fallback: null };
   }
   const project = join(cwd, PROJECT_POLICY);
   if (present(project)) {
-    return { text: readNamed(project, `\`${PROJECT_POLICY}\``), file: project, fallback: `policy \`${project}\``, project: true };
+    return {
+      text: readNamed(project, `\`${PROJECT_POLICY}\``),
+      file: project,
+      dir: dirname(project),
+      fallback: `policy \`${project}\``,
+      project: true,
+    };
   }
   if (projectPolicyUsed) {
     throw new Error(
@@ -122,12 +136,14 @@ export function readPolicy(cwd, options = {}, { projectPolicyUsed = false } = {}
     return {
       text: policyFromLazyTools(settings),
       file: lazy,
+      dir: dirname(lazy),
       fallback: `no \`${PROJECT_POLICY}\`: policy converted from the pi-lazy-tools settings \`${lazy}\``,
     };
   }
   return {
     text: readInput(BUNDLED_POLICY),
     file: BUNDLED_POLICY,
+    dir: here,
     fallback: `no \`${PROJECT_POLICY}\`, \`${LAZY_TOOLS}\` or \`PI_TOOLS_POLICY\`: the bundled example policy \`${BUNDLED_POLICY}\``,
   };
 }
@@ -227,7 +243,8 @@ export function createExtension(options = {}) {
       // From now on this session keeps to `.pi/tools.policy` (see readPolicy).
       if (policy.project && !marked) pi.appendEntry(POLICY_ENTRY, { file: PROJECT_POLICY });
       let tools = registryTools();
-      engine = new Engine(policy.text, tools, { file: policy.file });
+      // A `lock` the policy names is read from the policy's folder.
+      engine = new Engine(policy.text, tools, { file: policy.file, ...(policy.dir ? { dir: policy.dir } : {}) });
       const mode = options.mode ?? process.env.PI_TOOLS_MODE ?? engine.modes[0];
       const data = savedState(entries);
       chat = null;
@@ -258,7 +275,7 @@ export function createExtension(options = {}) {
         tools = registryTools();
         engine.reloadRegistry(tools);
       }
-      known = tools.map((t) => t.name).join('\n');
+      known = JSON.stringify(tools);
       active = '';
       sync();
       if (data && saved === '') save();
@@ -302,13 +319,17 @@ export function createExtension(options = {}) {
       pi.appendEntry(STATE_ENTRY, state);
     }
 
-    /** pi's active tools follow the plan; new tools join the registry. */
+    /**
+     * pi's active tools follow the plan; new tools join the registry, and
+     * a tool whose definition changed is reloaded (a locked policy then
+     * holds it to the lock).
+     */
     function sync() {
       const tools = registryTools();
-      const names = tools.map((t) => t.name).join('\n');
-      if (names !== known) {
+      const definitions = JSON.stringify(tools);
+      if (definitions !== known) {
         engine.reloadRegistry(tools);
-        known = names;
+        known = definitions;
       }
       const list = chat.toolList();
       for (const def of list) {
@@ -400,6 +421,21 @@ export function createExtension(options = {}) {
       if (!ready()) return;
       chat.compact();
       save();
+    });
+
+    pi.registerCommand('tools-registry', {
+      description: 'Write the tools pi knows, as the policy sees them, to a registry file (default .pi/tools.json)',
+      handler: async (args, ctx) => {
+        const cwd = ctx?.cwd ?? process.cwd();
+        const path = resolve(cwd, args.trim() || REGISTRY_FILE);
+        try {
+          mkdirSync(dirname(path), { recursive: true });
+          writeFileSync(path, `${JSON.stringify({ tools: registryTools() }, null, 2)}\n`);
+          ctx?.ui?.notify?.(`toolpolicy: wrote the registry \`${path}\``, 'info');
+        } catch (e) {
+          ctx?.ui?.notify?.(`toolpolicy: cannot write \`${path}\`: ${e.message}`, 'error');
+        }
+      },
     });
 
     pi.registerCommand('tools-mode', {
