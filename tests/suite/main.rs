@@ -36,6 +36,7 @@ mod gateway_tls;
 mod gateway_urls;
 mod golden;
 mod linear;
+mod lock;
 mod long_names;
 mod newcomer;
 mod output;
