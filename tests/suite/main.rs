@@ -44,6 +44,7 @@ mod policies;
 mod props_format;
 mod props_hints;
 mod props_lint;
+mod props_locks;
 mod props_table;
 mod readme;
 mod robustness;
