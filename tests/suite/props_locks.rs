@@ -47,7 +47,7 @@ fn entry(name: &str, variant: usize, shape: usize) -> Value {
     o.insert(key.into(), schema);
     o.insert("annotations".into(), annotations);
     o.insert("source".into(), json!(format!("mcp:{}", shape % 2)));
-    if shape % 3 == 0 {
+    if shape.is_multiple_of(3) {
         o.insert("cache_control".into(), json!({"type": "ephemeral"}));
     }
     if shape % 4 == 3 {
@@ -85,8 +85,12 @@ fn registries() -> impl Strategy<Value = (Registry, Registry)> {
     })
 }
 
-/// `unlocked` settings: (scope, condition, value), one per scope and condition.
-fn unlocked_settings() -> impl Strategy<Value = Vec<(usize, Option<(bool, usize)>, usize)>> {
+/// An `unlocked` setting: scope (index into `SCOPES`), condition, value
+/// (index into `VALUES`).
+type GenSetting = (usize, crate::arbitrary::Cond, usize);
+
+/// `unlocked` settings, one per scope and condition.
+fn unlocked_settings() -> impl Strategy<Value = Vec<GenSetting>> {
     prop::collection::vec((0..SCOPES.len(), condition(), 0..3usize), 0..4)
 }
 
@@ -94,7 +98,7 @@ const VALUES: [&str; 3] = ["hide", "defer", "allow"];
 
 /// The rendered policy with a `lock` and the `unlocked` settings added to
 /// their scopes (every scope's block is in the rendered text).
-fn with_lock(text: &str, settings: &[(usize, Option<(bool, usize)>, usize)]) -> String {
+fn with_lock(text: &str, settings: &[GenSetting]) -> String {
     let mut out = format!("lock = \"tools.lock\"\n{text}");
     let mut seen = std::collections::HashSet::new();
     for &(scope, when, value) in settings {
