@@ -266,7 +266,7 @@ fn every_unlocked_value_in_every_scope() {
     let mut cases = 0;
     for (scope, head) in SCOPES.iter().enumerate() {
         for when in [None, Some((false, 0)), Some((true, 0))] {
-            for value in 0..3 {
+            for (value, word) in VALUES.iter().enumerate() {
                 let base = "guard g\nsearch s\nNoDefer(*)\nmode m1 {\n}\nmode m2 {\n}\nbot * {\n}\nbot r1 {\n}\nbot r2 {\n}\n";
                 let text = with_lock(base, &[(scope, when, value)]);
                 let policy = locked(&text, Lock::from_registry(&before));
