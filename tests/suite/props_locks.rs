@@ -292,7 +292,7 @@ fn every_unlocked_value_in_every_scope() {
                         let when_holds =
                             when.is_none_or(|(neg, _)| ctx.flags.contains("f0") != neg);
                         let effective = if scope_holds && when_holds {
-                            VALUES[value]
+                            *word
                         } else {
                             "hide"
                         };
