@@ -103,6 +103,56 @@ pub struct Explanation {
     /// likely meant for it, and matching nothing.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub near_misses: Vec<NearMiss>,
+    /// For an unlocked tool, what differs from the policy's lock (see
+    /// [`note_lock`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lock: Option<LockNote>,
+}
+
+/// How an unlocked tool differs from the policy's lock.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct LockNote {
+    /// The lock file, as the policy names it.
+    pub file: String,
+    /// The `lock = "..."` statement.
+    pub rule: RuleRef,
+    /// Whether the lock has an entry of the tool's name.
+    pub entry: bool,
+    /// Each field that differs from the entry, in words; empty when the
+    /// entry keeps no definition to compare with (or has none).
+    pub changed: Vec<crate::lock::FieldChange>,
+    /// `false` for a guard or search tool: the lock does not apply to it.
+    pub applies: bool,
+}
+
+/// Fills in [`Explanation::lock`] for a tool of the registry the policy's
+/// lock does not hold: the lock file and what differs.
+pub fn note_lock(e: &mut Explanation, policy: &Policy, registry: &Registry) {
+    let (Some(setting), Some(tool)) = (&policy.lock, registry.get(&e.item)) else {
+        return;
+    };
+    let rule = rule_ref(policy, setting.span);
+    let (entry, changed) = match &setting.file {
+        None => (false, Vec::new()),
+        Some(lock) => match lock.get(&tool.name) {
+            None => (false, Vec::new()),
+            Some(entry) if entry.digest == crate::lock::digest(tool) => return,
+            Some(entry) => (
+                true,
+                entry
+                    .tool()
+                    .map(|old| crate::lock::describe(&old, tool))
+                    .unwrap_or_default(),
+            ),
+        },
+    };
+    e.lock = Some(LockNote {
+        file: setting.path.clone(),
+        rule,
+        entry,
+        changed,
+        applies: !matches!(e.cause.kind, CauseKind::Guard | CauseKind::Search),
+    });
 }
 
 /// A rule that names the item all but exactly.
@@ -333,6 +383,10 @@ pub fn explain(
                         "the item is not granted, and grants come first".to_string()
                     }
                     CauseKind::ModelInvocable => "the skill is not model-invocable".to_string(),
+                    CauseKind::Lock => {
+                        "the tool is unlocked, and the lock decides before `NoDefer` and `Defer`"
+                            .to_string()
+                    }
                     other => format!("{} decides first", cause_words(other)),
                 },
             };
@@ -389,7 +443,11 @@ pub fn explain(
         exposure: decision.exposure,
         cause: Cause {
             kind: decision.cause,
-            rule: origin_ref(policy, decision.origin),
+            // A lock decided without an `unlocked` setting: the `lock` statement.
+            rule: origin_ref(policy, decision.origin).or_else(|| {
+                let lock = policy.lock.as_ref()?;
+                (decision.cause == CauseKind::Lock).then(|| rule_ref(policy, lock.span))
+            }),
             selector: deciding_selector,
             annotation: deciding_rule.and_then(|r| match matching_selector(r, item) {
                 Some(sel) => hint_reason(sel, item, true),
@@ -409,6 +467,7 @@ pub fn explain(
         change,
         not_declared: None,
         near_misses: near_misses(policy, item),
+        lock: None,
     })
 }
 

@@ -267,10 +267,12 @@ pub(super) fn suggestions(
                 "review what changed, then write the lock again with `policy lock` to approve it"
                     .into(),
             );
-            out.push(
-                "set `unlocked = \"defer\"` to let the model find it and read its new definition, or `\"allow\"` to decide it as if there were no lock"
-                    .into(),
-            );
+            let there = add_where(policy, ctx);
+            out.push(if d.exposure == crate::decision::Exposure::Hidden {
+                format!("set `unlocked = \"defer\"` {there} to let the model find it and read its new definition, or `unlocked = \"allow\"` to decide it as if there were no lock")
+            } else {
+                format!("set `unlocked = \"hide\"` {there} to hide it until it is locked again, or `unlocked = \"allow\"` to decide it as if there were no lock")
+            });
         }
         CauseKind::NoDefer => out.extend(removing(&[RuleKind::NoDefer])),
         CauseKind::Switch => {

@@ -29,7 +29,7 @@ pub struct Moved {
 }
 
 /// A tool whose digest is not its entry's, with what differs.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Changed {
     pub name: String,
     pub source: Option<String>,
@@ -38,7 +38,7 @@ pub struct Changed {
 }
 
 /// One field that differs.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FieldChange {
     pub field: ToolField,
     #[serde(flatten)]
@@ -46,7 +46,7 @@ pub struct FieldChange {
 }
 
 /// What differs in a field, in the terms a reviewer reads it in.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Detail {
     /// A description: the words added and removed, each as often as it was.
@@ -66,7 +66,7 @@ pub enum Detail {
     },
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct HintChange {
     pub annotation: String,
     pub old: Option<Value>,
@@ -74,7 +74,7 @@ pub struct HintChange {
 }
 
 /// A lock against a registry. Every list is in name order.
-#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 pub struct Comparison {
     /// Tools of the registry the lock has no entry for.
     pub added: Vec<Added>,

@@ -79,7 +79,14 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         let (source, diags) = match std::str::from_utf8(&bytes) {
             Ok(text) => {
                 let source = SourceFile::new(name, text);
-                let (policy, mut diags) = Policy::parse_with_diagnostics(source.clone());
+                let (mut policy, mut diags) = Policy::parse_with_diagnostics(source.clone());
+                // The lock it names loads with it: one that cannot be read
+                // is an error, never "no lock".
+                if !diags.iter().any(|d| d.severity == Severity::Error)
+                    && let Err(e) = toolpolicy::lock::attach(&mut policy, path)
+                {
+                    diags.extend(e.diagnostics);
+                }
                 if !diags.iter().any(|d| d.severity == Severity::Error) {
                     diags.extend(toolpolicy::lint::lint_with(
                         &policy,

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use toolpolicy::chars::escape;
 use toolpolicy::decision::CauseKind;
-use toolpolicy::explain::{Explanation, Status, explain, note_plan};
+use toolpolicy::explain::{Explanation, Status, explain, note_lock, note_plan};
 use toolpolicy::{Context, ItemRef, Policy, Registry, SkillList, Table};
 
 use crate::common::{self, CliError, Format};
@@ -99,7 +99,10 @@ fn not_listed(
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let policy = common::load_policy(&args.policy, args.format)?;
-    let registry = common::load_registry(args.registry.as_deref())?;
+    let mut registry = common::load_registry(args.registry.as_deref())?;
+    if let Some(r) = &mut registry {
+        toolpolicy::lock::mark(r, &policy);
+    }
     let skills = common::load_skills(args.skills.as_deref())?;
     let table = Table::compile(&policy);
     let base = Context {
@@ -141,6 +144,9 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         let mut e = explain(&policy, &table, ctx, &item).map_err(usage)?;
         if let Some(r) = &registry {
             note_plan(&mut e, &table, r).map_err(usage)?;
+            if !item_name.starts_with("skill:") {
+                note_lock(&mut e, &policy, r);
+            }
         }
         Ok(e)
     };
@@ -305,6 +311,29 @@ pub fn render(out: &mut String, policy: &Policy, e: &Explanation) {
         );
         if let Some(a) = &e.cause.annotation {
             let _ = writeln!(out, "  {:gutter$} = {a}", "");
+        }
+    }
+    if let Some(lock) = &e.lock {
+        let differs = if !lock.entry {
+            format!("has no entry of `{}`", e.item)
+        } else if lock.changed.is_empty() {
+            "holds another definition (it keeps only a digest to compare with)".to_string()
+        } else {
+            "holds another definition:".to_string()
+        };
+        let _ = writeln!(
+            out,
+            "  lock: `{}` (line {}) {differs}",
+            lock.file, lock.rule.line
+        );
+        for c in &lock.changed {
+            let _ = writeln!(out, "    - {c}");
+        }
+        if !lock.applies {
+            let _ = writeln!(
+                out,
+                "    the lock does not apply to guards and search tools: it is declared whatever its definition says"
+            );
         }
     }
     if !e.near_misses.is_empty() {

@@ -30,6 +30,7 @@ mod explain;
 mod files;
 mod fmt;
 mod gateway;
+mod lock;
 mod matrix;
 mod measure;
 mod plan;
@@ -84,6 +85,8 @@ enum Command {
     Gateway(gateway::Args),
     /// Start the servers of a servers file and write the registry the gateway would serve
     Registry(registry::Args),
+    /// Write the lock of approved tool definitions the policy names, or check the registry against it
+    Lock(lock::Args),
 }
 
 fn main() -> ExitCode {
@@ -101,6 +104,7 @@ fn main() -> ExitCode {
         Command::Report(a) => report::run(a),
         Command::Gateway(a) => gateway::run(a),
         Command::Registry(a) => registry::run(a),
+        Command::Lock(a) => lock::run(a),
     };
     match result {
         Ok(code) => code,

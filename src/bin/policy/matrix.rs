@@ -46,6 +46,8 @@ fn symbol(exposure: Exposure, cause: CauseKind, declared: bool) -> char {
         (_, CauseKind::Guard) => 'G',
         (_, CauseKind::Search) if !declared => 's',
         (_, CauseKind::Search) => 'S',
+        (Exposure::Hidden, CauseKind::Lock) => 'L',
+        (_, CauseKind::Lock) => 'l',
         (Exposure::Active, _) => '●',
         (Exposure::Deferred, _) => '○',
         (Exposure::Hidden, _) => '·',
@@ -53,6 +55,10 @@ fn symbol(exposure: Exposure, cause: CauseKind, declared: bool) -> char {
 }
 
 const LEGEND: &str = "● active (declared from the start)   ○ deferred (in the catalog, found by searching)   · hidden\nG guard (always declared)   S search tool (declared while anything is deferred)   s search tool, not declared: nothing is deferred in the mode";
+
+/// The symbols of a policy with a lock: tools whose definition is not the
+/// lock's, decided by the effective `unlocked`.
+const LOCK_LEGEND: &str = "L unlocked (not as the lock holds it), hidden   l unlocked, deferred";
 
 /// The items by the contexts, decided one row at a time.
 struct Matrix<'a> {
@@ -286,5 +292,9 @@ fn write_human(
         }
         line(out, &text)?;
     }
-    writeln!(out, "\n{LEGEND}")
+    writeln!(out, "\n{LEGEND}")?;
+    if policy.lock.is_some() {
+        writeln!(out, "{LOCK_LEGEND}")?;
+    }
+    Ok(())
 }

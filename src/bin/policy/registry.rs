@@ -7,10 +7,11 @@
 //! A server that does not start fails the command and nothing is written:
 //! a registry without its tools would make every rule naming them look wrong.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use toolpolicy::Registry;
 use toolpolicy::gateway::{Started, catalog, log};
 
 use crate::common::CliError;
@@ -30,8 +31,30 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    let servers = load_servers(&args.servers)?;
-    let timeout = seconds("start-timeout", args.start_timeout)?;
+    let registry = start_and_list(&args.servers, args.start_timeout)?;
+    let text = serde_json::to_string_pretty(&catalog::to_document(&registry))
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    match &args.out {
+        Some(path) => {
+            std::fs::write(path, format!("{text}\n"))
+                .map_err(|e| CliError::Usage(format!("cannot write `{}`: {e}", path.display())))?;
+            eprintln!(
+                "note: wrote {} tools to `{}`",
+                registry.len(),
+                path.display()
+            );
+        }
+        None => println!("{text}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Starts the servers of a servers file as the gateway does, lists their
+/// tools, stops them, and returns the joined registry the gateway would
+/// serve; a server that does not start is an error naming it.
+pub fn start_and_list(servers: &Path, start_timeout: f64) -> Result<Registry, CliError> {
+    let servers = load_servers(servers)?;
+    let timeout = seconds("start-timeout", start_timeout)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -60,19 +83,5 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     for w in &built.warnings {
         eprintln!("warning: {w}");
     }
-    let text = serde_json::to_string_pretty(&catalog::to_document(&built.registry))
-        .map_err(|e| CliError::Usage(e.to_string()))?;
-    match &args.out {
-        Some(path) => {
-            std::fs::write(path, format!("{text}\n"))
-                .map_err(|e| CliError::Usage(format!("cannot write `{}`: {e}", path.display())))?;
-            eprintln!(
-                "note: wrote {} tools to `{}`",
-                built.registry.len(),
-                path.display()
-            );
-        }
-        None => println!("{text}"),
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(built.registry)
 }
