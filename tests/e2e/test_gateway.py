@@ -8,6 +8,7 @@ Run with the venv tests/e2e/install made:
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import pathlib
@@ -64,6 +65,12 @@ app.run()
 
 FAULTY_POLICY = "NoDefer(faulty__*, everything__echo)\n"
 
+# A policy's lock, beside it.
+LOCKED = 'lock = "tools.lock"\n'
+
+# The tools SHIFTY_SERVER's `rugpull` changes or adds.
+SHIFTY_TURNED = ["shifty__note", "shifty__write", "shifty__delete", "shifty__pulled"]
+
 # What the gateway says of SHIFTY_SERVER's `rugpull`, one line a change.
 SHIFTY_CHANGES = [
     "server `shifty`: tool `shifty__note` changed after start: description",
@@ -97,6 +104,10 @@ def write(path: str, text: str) -> str:
 
 def write_with_note(path: str, text: str, note: str = "") -> str:
     return f"wrote {path}"
+
+
+# Under the same name, so that only the schema's new parameter differs.
+write_with_note.__name__ = write_with_note.__qualname__ = "write"
 
 
 def delete(path: str) -> str:
@@ -500,6 +511,105 @@ class Eras:
             self.assertIn("shifty__pulled", await listed(gw.client))
             self.assert_clean(gw)
 
+    def lock(self, servers: dict, policy: str) -> pathlib.Path:
+        """Writes the servers file and the policy the gateway will run, and
+        the lock the policy names with `policy lock --servers`."""
+        (self.work.path / "servers.json").write_text(json.dumps({"mcpServers": servers}))
+        (self.work.path / "gateway.policy").write_text(policy)
+        run = harness.run_policy(
+            "lock", "--policy", "gateway.policy", "--servers", "servers.json", cwd=self.work.path
+        )
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        return self.work.path / "tools.lock"
+
+    async def test_a_locked_gateway_hides_what_a_turning_server_changes_on_every_path(self):
+        servers = {
+            "shifty": script_server(self.work.path, "shifty", SHIFTY_SERVER),
+            **real_servers(self.work.path, ["everything"]),
+        }
+        policy = LOCKED + "NoDefer(shifty__*, everything__echo)\nDefer(*)\n"
+        self.lock(servers, policy)
+        async with self.connect(servers, policy) as gw:
+            before = await listed(gw.client)
+            for name in ["shifty__note", "shifty__write", "shifty__delete", "everything__echo"]:
+                self.assertIn(name, before)
+            ok, text = await outcome(gw.client, "shifty__note", {"text": "before"})
+            self.assertTrue(ok, text)
+            ok, text = await outcome(gw.client, "shifty__rugpull")
+            self.assertTrue(ok, text)
+            for line in SHIFTY_CHANGES:
+                line += "; the lock does not hold it: hidden from the next request on"
+                await eventually(lambda: line in gw.stderr_text(), f"stderr names `{line}`")
+            after = await listed(gw.client)
+            args = {"text": "x", "path": "x"}
+            for name in SHIFTY_TURNED:
+                self.assertNotIn(name, after)
+                self.assert_not_found(await outcome(gw.client, name, args), name)
+                self.assert_not_found(await through(gw.client, name, args), name)
+            ok, text = await outcome(gw.client, "tool_search", {"query": "note write delete pulled ssh"})
+            for name in SHIFTY_TURNED:
+                self.assertNotIn(name, text)
+            # What did not change is served as before.
+            self.assertTrue((await outcome(gw.client, "everything__echo", {"message": "after"}))[0])
+            self.assertTrue((await outcome(gw.client, "shifty__rugpull"))[0])
+            self.assert_clean(gw)
+
+    async def test_unlocked_defer_has_a_changed_tool_read_again_before_use(self):
+        servers = {"shifty": script_server(self.work.path, "shifty", SHIFTY_SERVER)}
+        policy = LOCKED + 'unlocked = "defer"\non_miss = "error"\nNoDefer(shifty__note, shifty__rugpull)\nDefer(*)\n'
+        self.lock(servers, policy)
+        async with self.connect(servers, policy) as gw:
+            # `write` loaded by a search, and called.
+            ok, text = await outcome(gw.client, "tool_search", {"query": "", "names": ["shifty__write"]})
+            self.assertIn("shifty__write", text)
+            args = {"path": "a", "text": "b"}
+            self.assertTrue((await through(gw.client, "shifty__write", args))[0])
+            self.assertTrue((await outcome(gw.client, "shifty__rugpull"))[0])
+            await eventually(
+                lambda: "`shifty__pulled` added after start; the lock does not hold it: deferred" in gw.stderr_text(),
+                "the new tool is named",
+            )
+            self.assertNotIn("shifty__note", await listed(gw.client))
+            for name in ["shifty__note", "shifty__write", "shifty__pulled"]:
+                self.assert_not_found(await outcome(gw.client, name, args), name)
+                self.assert_not_found(await through(gw.client, name, args), name)
+            ok, text = await outcome(
+                gw.client, "tool_search", {"query": "", "names": ["shifty__note", "shifty__write"]}
+            )
+            self.assertTrue(ok, text)
+            # The schema as it is now, with its new parameter.
+            self.assertRegex(text, r'"note":\s*\{')
+            self.assertTrue((await through(gw.client, "shifty__note", {"text": "x"}))[0])
+            self.assertTrue((await through(gw.client, "shifty__write", args))[0])
+            self.assert_clean(gw)
+
+    async def test_a_new_lock_is_in_force_at_once_and_a_bad_one_keeps_the_last_good(self):
+        servers = real_servers(self.work.path, ["everything", "memory"])
+        policy = LOCKED + "NoDefer(*)\n"
+        lock = self.lock(servers, policy)
+        good = lock.read_text()
+        async with self.connect(servers, policy) as gw:
+            self.assertTrue((await outcome(gw.client, "everything__echo", {"message": "1"}))[0])
+            lock.write_text("".join(l for l in good.splitlines(True) if '"everything__echo"' not in l))
+            await eventually(
+                lambda: refuses(gw.client, "everything__echo"),
+                "a lock without everything__echo hides it",
+            )
+            lock.write_text('{"toolpolicy_lock":1}\nnot a lock\n')
+            await eventually(
+                lambda: "keeping the last good policy" in gw.stderr_text(),
+                "a bad lock is reported",
+            )
+            self.assertIn("tools.lock", gw.stderr_text())
+            self.assertTrue(await refuses(gw.client, "everything__echo"), "the last good lock holds")
+            self.assertTrue((await outcome(gw.client, "memory__read_graph"))[0])
+            lock.write_text(good)
+            await eventually(
+                lambda: outcome(gw.client, "everything__echo", {"message": "2"}),
+                "the first lock again serves everything__echo",
+            )
+            self.assert_clean(gw)
+
     def pids(self, name: str) -> list[int]:
         path = self.work.path / f"{name}.pids"
         return [int(line) for line in path.read_text().split()] if path.exists() else []
@@ -567,6 +677,71 @@ class Files(Case):
         hidden, _, catalog = rest.partition("\n\n")
         self.assertNotIn("everything__get-env", listed + catalog)
         self.assertIn("everything__get-env", hidden)
+
+    def test_policy_lock_pins_the_npm_reference_servers_and_the_dry_run_counts_them(self):
+        names = ["everything", "filesystem", "memory"]
+        servers = self.write("servers.json", json.dumps({"mcpServers": real_servers(self.work.path, names)}))
+        policy = self.write("gateway.policy", 'lock = "tools.lock"\nNoDefer(*)\n')
+        # No lock yet: the policy does not load.
+        run = self.gateway_run(pathlib.Path(servers).read_text(), pathlib.Path(policy).read_text(), "--dry-run")
+        self.assertEqual(run.returncode, 1, run.stdout + run.stderr)
+        self.assertIn("tools.lock", run.stderr)
+        run = harness.run_policy("lock", "--policy", policy, "--servers", servers, cwd=self.work.path)
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        lock = self.work.path / "tools.lock"
+        lines = lock.read_text().splitlines()
+        self.assertEqual(json.loads(lines[0]), {"toolpolicy_lock": 1})
+        entries = [json.loads(line) for line in lines[1:]]
+        locked = [e["name"] for e in entries]
+        self.assertEqual(locked, sorted(locked), "one entry a line, by name")
+        self.assertEqual(len(entries), 13 + 14 + 9)
+        self.assertEqual({e["source"] for e in entries}, {f"mcp:{n}" for n in names})
+        check = harness.run_policy("lock", "--policy", policy, "--servers", servers, "--check", cwd=self.work.path)
+        self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
+
+        def dry() -> dict:
+            run = harness.run_policy(
+                "gateway", "--policy", policy, "--servers", servers, "--dry-run", "--format", "json",
+                cwd=self.work.path,
+            )
+            self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+            return json.loads(run.stdout)
+
+        report = dry()
+        self.assertEqual(
+            {k: report["lock"][k] for k in ("locked", "changed", "new", "removed")},
+            {"locked": 36, "changed": 0, "new": 0, "removed": 0},
+        )
+        self.assertEqual(report["hidden_tools"], [])
+        self.assertIn("everything__echo", report["listed"])
+        # The lock loses one entry, and another's digest is not its tool's.
+        edited = []
+        for line in lines:
+            if '"everything__echo"' in line:
+                continue
+            if '"memory__read_graph"' in line:
+                # Approved with another description: its definition and
+                # digest, as `policy lock` would have written them.
+                entry = json.loads(line)
+                entry["definition"]["description"] += " Approved."
+                canonical = json.dumps(
+                    entry["definition"], sort_keys=True, separators=(",", ":"), ensure_ascii=False
+                )
+                entry["digest"] = "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+                line = json.dumps(entry, separators=(",", ":"), ensure_ascii=False)
+            edited.append(line)
+        lock.write_text("\n".join(edited) + "\n")
+        report = dry()
+        self.assertEqual(
+            {k: report["lock"][k] for k in ("locked", "changed", "new", "removed")},
+            {"locked": 34, "changed": 1, "new": 1, "removed": 0},
+        )
+        self.assertEqual(report["hidden_tools"], ["everything__echo", "memory__read_graph"])
+        check = harness.run_policy("lock", "--policy", policy, "--servers", servers, "--check", cwd=self.work.path)
+        self.assertEqual(check.returncode, 1, check.stdout + check.stderr)
+        self.assertIn("everything__echo", check.stdout + check.stderr)
+        self.assertIn("memory__read_graph", check.stdout + check.stderr)
+        self.assertIn("Approved.", check.stdout + check.stderr, "the words the description lost")
 
     def test_dry_run_takes_vs_codes_servers_shape(self):
         servers = json.dumps({"servers": real_servers(self.work.path, ["time"])})

@@ -43,23 +43,17 @@ fn without_a_lock_each_change_is_named_with_its_fields() {
     assert!(!is_error(&r), "{r}");
 }
 
-/// Writes `tools.lock` beside the policy from the servers as they list
-/// their tools now (`policy registry --servers`, then the library's lock).
+/// Writes the lock the policy names from the servers as they list their
+/// tools now, as a user would: `policy lock --servers`.
 fn lock_servers(policy: &std::path::Path, servers: &std::path::Path) {
-    let dir = policy.parent().unwrap();
-    let registry = dir.join("registry.json");
     let (code, out, err) = policy_to_end(&[
-        "registry",
+        "lock",
+        "--policy",
+        policy.to_str().unwrap(),
         "--servers",
         servers.to_str().unwrap(),
-        "--out",
-        registry.to_str().unwrap(),
     ]);
-    assert_eq!(code, Some(0), "policy registry: {out}{err}");
-    let text = std::fs::read_to_string(&registry).unwrap();
-    let registry = toolpolicy::Registry::from_json(&text).unwrap();
-    let lock = toolpolicy::lock::Lock::from_registry(&registry).to_text();
-    std::fs::write(dir.join("tools.lock"), lock).unwrap();
+    assert_eq!(code, Some(0), "policy lock: {out}{err}");
 }
 
 /// A gateway on a locked policy (`policy` after the `lock` line) in front of
