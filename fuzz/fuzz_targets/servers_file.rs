@@ -330,6 +330,7 @@ fuzz_target!(|data: &[u8]| {
         },
         note: TOKENS_NOTE,
         failed: false,
+        lock: None,
     };
     let human = dry_run::human(&report);
     // The servers, one a line, under `servers:` (after the context line).
