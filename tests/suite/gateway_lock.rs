@@ -9,7 +9,7 @@ use super::gateway_support::*;
 
 /// The fixture's tools for these tests: `rugpull` changes `note`'s
 /// description, `write`'s schema and `delete`'s hints, and adds `pulled`.
-const TOOLS: &str = "echo,note,write,delete,rugpull";
+const TOOLS: &str = "echo,note,write,delete,rugpull,restore";
 
 /// Without a lock, every change is named with its fields, and a tool added
 /// after start is named too; the tools stay as the policy decides them.
@@ -318,7 +318,7 @@ fn dry_run_counts_locked_changed_and_new_tools() {
     let (code, out, err) = run_to_end(&args);
     assert_eq!(code, Some(0), "{err}");
     let report: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(report["lock"]["locked"], 5, "{report}");
+    assert_eq!(report["lock"]["locked"], 6, "{report}");
     assert_eq!(report["lock"]["changed"], 0, "{report}");
     assert_eq!(report["lock"]["new"], 0, "{report}");
     // The same servers, as after `rugpull`.
@@ -330,7 +330,7 @@ fn dry_run_counts_locked_changed_and_new_tools() {
     let (code, out, err) = run_to_end(&file_args(&p, &s, &["--dry-run", "--format", "json"]));
     assert_eq!(code, Some(0), "{err}");
     let report: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(report["lock"]["locked"], 2, "{report}");
+    assert_eq!(report["lock"]["locked"], 3, "{report}");
     assert_eq!(report["lock"]["changed"], 3, "{report}");
     assert_eq!(report["lock"]["new"], 1, "{report}");
     let hidden: Vec<&str> = report["hidden_tools"]
@@ -346,7 +346,7 @@ fn dry_run_counts_locked_changed_and_new_tools() {
     let (code, out, err) = run_to_end(&file_args(&p, &s, &["--dry-run"]));
     assert_eq!(code, Some(0), "{err}");
     assert!(
-        out.contains("lock `tools.lock`: 2 locked, 3 changed, 1 new, 0 removed (unlocked: hide)"),
+        out.contains("lock `tools.lock`: 3 locked, 3 changed, 1 new, 0 removed (unlocked: hide)"),
         "{out}"
     );
 }
@@ -391,4 +391,25 @@ fn a_lock_reload_is_a_policy_reload() {
     assert!(!is_error(&g.call("fx__note", json!({"text": "x"}))));
     drop(g);
     drop(dir);
+}
+
+/// A tool that changes back to the definition the lock holds is served
+/// again, and the line says so.
+#[test]
+fn a_tool_changed_back_to_its_locked_definition_is_served_again() {
+    let mut g = locked("lock-restore", "NoDefer(*)\n", &[]);
+    pull(&mut g);
+    assert_not_found(&g.call("fx__note", json!({"text": "x"})), "fx__note");
+    assert_eq!(text(&g.call("fx__restore", json!({}))), "restore: restored");
+    assert!(
+        g.wait_stderr(
+            "warning: server `fx`: tool `fx__note` changed after start: description; the lock holds it",
+            1
+        ),
+        "{}",
+        g.stderr()
+    );
+    assert!(!is_error(&g.call("fx__note", json!({"text": "x"}))));
+    // The tool the lock never had stays hidden.
+    assert_not_found(&g.call("fx__pulled", json!({})), "fx__pulled");
 }
