@@ -104,9 +104,15 @@ impl<'a> World<'a> {
         };
         let tools: Vec<Known<'a>> = registry
             .map(|r| {
+                // Lints judge the policy's rules, not which tools a lock
+                // holds today: an unlocked mark would make a rule look
+                // shadowed by the lock (PL123 and PL124 say what is unlocked).
                 r.tools()
                     .iter()
-                    .map(ItemRef::from_tool)
+                    .map(|t| ItemRef {
+                        unlocked: false,
+                        ..ItemRef::from_tool(t)
+                    })
                     .map(known)
                     .collect()
             })

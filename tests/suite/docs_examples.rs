@@ -224,3 +224,38 @@ fn the_hints_page_examples_are_true() {
     }
     assert!(seen >= 2, "only {seen} commands found");
 }
+
+/// The locks page: its policies load (`lock` recorded, not read), and each
+/// `$ policy ...` it shows prints the lines the page quotes (`...` skips).
+#[test]
+fn the_locks_page_examples_are_true() {
+    let page = doc("locks.md");
+    for text in blocks(&page, "policy") {
+        let p = Policy::parse("example.policy", &text).unwrap_or_else(|e| {
+            panic!("docs/locks.md shows a policy that does not load:\n{text}\n{e:?}")
+        });
+        assert!(p.lock.is_some(), "{text}");
+    }
+    let mut seen = 0;
+    for block in blocks(&page, "text") {
+        let Some((command, shown)) = block.split_once('\n') else {
+            continue;
+        };
+        let Some(rest) = command.strip_prefix("$ policy ") else {
+            continue;
+        };
+        let out = policy(&rest.split_whitespace().collect::<Vec<_>>());
+        // `--check` on the changed registry fails, as the page says.
+        let expected = if rest.contains("--check") { 1 } else { 0 };
+        assert_eq!(out.status.code(), Some(expected), "`{command}`");
+        let printed = String::from_utf8_lossy(&out.stdout);
+        for line in shown.lines().filter(|l| l.trim() != "...") {
+            assert!(
+                printed.lines().any(|p| p == line),
+                "docs/locks.md shows for `{command}`:\n{line}\nbut it prints:\n{printed}"
+            );
+        }
+        seen += 1;
+    }
+    assert_eq!(seen, 2);
+}

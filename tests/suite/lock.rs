@@ -634,3 +634,25 @@ fn servers_are_started_and_locked() {
     assert_eq!(code, Some(1), "{e}");
     assert!(stdout.contains("added `fx__fail` (mcp:fx)"), "{stdout}");
 }
+
+/// Expectation files see the registry held to the policy's lock: the
+/// bundled one passes, and the same cases against the registry the lock
+/// was written from fail where they name cause `lock`.
+#[test]
+fn expectation_files_see_the_lock() {
+    let o = policy(&["test", "examples/locks/team.test.toml"]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", out(&o), err(&o));
+    let dir = scratch("lock-expect");
+    for f in ["team.policy", "tools.lock"] {
+        std::fs::copy(root().join("examples/locks").join(f), dir.join(f)).unwrap();
+    }
+    std::fs::copy(root().join(GATEWAY), dir.join("changed.json")).unwrap();
+    std::fs::copy(
+        root().join("examples/locks/team.test.toml"),
+        dir.join("team.test.toml"),
+    )
+    .unwrap();
+    let o = policy(&["test", s(&dir.join("team.test.toml"))]);
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    assert!(out(&o).contains("3 passed, 4 failed"), "{}", out(&o));
+}

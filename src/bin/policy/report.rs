@@ -432,7 +432,10 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         Some(p) => Some(common::load_policy(p, args.format)?),
         None => None,
     };
-    let registry = common::load_registry(args.registry.as_deref())?;
+    let mut registry = common::load_registry(args.registry.as_deref())?;
+    if let (Some(p), Some(r)) = (&policy, &mut registry) {
+        toolpolicy::lock::mark(r, p);
+    }
     let mut reader = Reader::default();
     for path in &args.logs {
         let file = std::fs::File::open(path).map_err(|e| CliError::Io(path.clone(), e))?;

@@ -249,7 +249,7 @@ fn run_file(file: &Path, format: Format) -> Result<Vec<CaseReport>, CliError> {
         .as_deref()
         .map(|p| named(file, "skills", p))
         .transpose()?;
-    let registry = common::load_registry(registry.as_deref())?;
+    let mut registry = common::load_registry(registry.as_deref())?;
     let skills = common::load_skills(skills.as_deref())?;
     // One line table for every case: counting the lines before each case
     // from the start made 20,000 cases take 23 s.
@@ -282,7 +282,7 @@ fn run_file(file: &Path, format: Format) -> Result<Vec<CaseReport>, CliError> {
             && CauseKind::parse(cause).is_none()
         {
             problems.push(format!(
-                "{at}: unknown cause `{cause}`; use guard, search, hide, grant, nodefer, switch, defer, hint, default or model_invocable"
+                "{at}: unknown cause `{cause}`; use guard, search, hide, grant, lock, nodefer, switch, defer, hint, default or model_invocable"
             ));
         }
     }
@@ -291,6 +291,10 @@ fn run_file(file: &Path, format: Format) -> Result<Vec<CaseReport>, CliError> {
         Err(CliError::Reported) => None,
         Err(e) => return Err(e),
     };
+    // The registry's tools held to the policy's lock, as an engine holds them.
+    if let (Some(p), Some(r)) = (&policy, &mut registry) {
+        toolpolicy::lock::mark(r, p);
+    }
     // A context always has a mode when the policy declares some (SPEC 2.3).
     if let Some(policy) = policy.as_ref().filter(|p| !p.modes.is_empty()) {
         let modes: Vec<String> = policy.modes.iter().map(|m| format!("`{m}`")).collect();
