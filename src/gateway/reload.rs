@@ -169,7 +169,13 @@ fn install_policy(gateway: &Gateway, read: Result<Vec<u8>, String>) -> (bool, Ve
         log!("error: `{shown}`: {why}; keeping the last good policy");
         return (false, Vec::new());
     }
-    log!("note: reloaded `{shown}`");
+    match &engine.snapshot().policy().lock {
+        Some(lock) => log!(
+            "note: reloaded `{shown}` and its lock `{}`",
+            crate::chars::escape(&lock.path)
+        ),
+        None => log!("note: reloaded `{shown}`"),
+    }
     drop(gateway.lint(true));
     gateway.bump();
     (true, Vec::new())

@@ -373,7 +373,11 @@ fn a_lock_reload_is_a_policy_reload() {
         .filter(|l| !l.contains("\"fx__note\""))
         .collect();
     std::fs::write(&lock_path, without.join("\n") + "\n").unwrap();
-    assert!(g.wait_stderr("note: reloaded", 1), "{}", g.stderr());
+    assert!(
+        g.wait_stderr("gateway.policy` and its lock `tools.lock`", 1),
+        "{}",
+        g.stderr()
+    );
     assert_not_found(&g.call("fx__note", json!({"text": "x"})), "fx__note");
     // A lock that is not one: the last good policy stays.
     std::fs::write(&lock_path, "{\"toolpolicy_lock\":1}\nnot json\n").unwrap();
@@ -387,7 +391,11 @@ fn a_lock_reload_is_a_policy_reload() {
     assert!(!is_error(&g.call("fx__echo", json!({"text": "x"}))));
     // The good lock again: `fx__note` is back.
     std::fs::write(&lock_path, &good).unwrap();
-    assert!(g.wait_stderr("note: reloaded", 2), "{}", g.stderr());
+    assert!(
+        g.wait_stderr("gateway.policy` and its lock `tools.lock`", 2),
+        "{}",
+        g.stderr()
+    );
     assert!(!is_error(&g.call("fx__note", json!({"text": "x"}))));
     drop(g);
     drop(dir);
