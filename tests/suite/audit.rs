@@ -188,6 +188,12 @@ fn sessions_have_names_of_their_own_and_a_caller_when_told() {
     let events = seen.lock().unwrap();
     assert_eq!(events[0].session.as_deref(), Some("chat-7"));
     assert_eq!(events[0].caller.as_deref(), Some("alice"));
+    // Another engine of the same process (a host that builds a new one on
+    // each reload of its settings) names its sessions apart.
+    let other = self::engine();
+    other.set_audit(Some(collector().0));
+    let c = other.session(Context::default()).unwrap();
+    assert_ne!(c.audit_session(), a.audit_session());
 }
 
 #[test]
