@@ -43,6 +43,7 @@ mod policies;
 mod props_format;
 mod props_hints;
 mod props_lint;
+mod props_report;
 mod props_table;
 mod readme;
 mod robustness;
