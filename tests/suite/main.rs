@@ -37,6 +37,7 @@ mod gateway_urls;
 mod golden;
 mod linear;
 mod long_names;
+mod metrics;
 mod newcomer;
 mod output;
 mod policies;
