@@ -24,6 +24,7 @@ pub mod child;
 pub mod connection;
 pub mod dry_run;
 pub mod expand;
+pub mod listen;
 pub mod log;
 mod messages;
 pub mod origin;

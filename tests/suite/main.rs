@@ -21,6 +21,8 @@ mod gateway_flags;
 #[cfg(feature = "gateway")]
 mod gateway_http;
 #[cfg(feature = "gateway")]
+mod gateway_listen;
+#[cfg(feature = "gateway")]
 mod gateway_memory;
 #[cfg(feature = "gateway")]
 mod gateway_registry;
