@@ -347,9 +347,14 @@ impl Listener {
             },
         };
         let opens = session.is_none() && request.method() == Method::POST;
+        let deletes = request.method() == Method::DELETE;
         let mut request = request;
         request.extensions_mut().insert(caller.clone());
-        let response = self.service.handle(request).await;
+        let mut response = self.service.handle(request).await;
+        if deletes && response.status() == StatusCode::ACCEPTED {
+            // The session is gone, not queued to go: clients look for 200 or 204.
+            *response.status_mut() = StatusCode::NO_CONTENT;
+        }
         if opens
             && let Some(id) = response
                 .headers()
