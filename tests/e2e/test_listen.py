@@ -239,7 +239,17 @@ class Refusals(Case):
             import threading
 
             answers = []
-            worker = threading.Thread(target=lambda: answers.append(post(url, slow)))
+
+            def call_slowly():
+                # The probes below may take the one share first: then again.
+                deadline = time.monotonic() + harness.POLL_TIMEOUT
+                answer = post(url, slow)
+                while answer.status_code == 429 and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                    answer = post(url, slow)
+                answers.append(answer)
+
+            worker = threading.Thread(target=call_slowly)
             worker.start()
             deadline = time.monotonic() + harness.POLL_TIMEOUT
             status = 200
