@@ -21,6 +21,7 @@ macro_rules! log {
 
 pub mod catalog;
 pub mod child;
+pub mod clients;
 pub mod connection;
 pub mod dry_run;
 pub mod expand;
