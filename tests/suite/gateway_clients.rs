@@ -1116,3 +1116,52 @@ fn the_watch_reloads_a_changed_file_and_keeps_the_last_good_one() {
         watch.abort();
     });
 }
+
+#[test]
+fn the_clients_file_the_gateway_page_shows_loads_and_lets_its_clients_in() {
+    let page = std::fs::read_to_string(super::cli::root().join("docs/gateway.md")).unwrap();
+    let section = &page[page.find("\n## The clients file").expect("the section")..];
+    let start = section.find("```json\n").expect("a JSON block") + "```json\n".len();
+    let text = &section[start..start + section[start..].find("```").unwrap()];
+    let dir = temp_dir("clients-doc");
+    let key = SigningKey::new("doc", Algorithm::ES256);
+    std::fs::write(dir.join("jwks.json"), jwks(&[key.jwk(true)])).unwrap();
+    let path = dir.join("clients.json");
+    std::fs::write(&path, text).unwrap();
+    let clients =
+        Clients::load_with_env(&path, env(&[("ALICE_TOKEN", "alice-token-0123456789")])).unwrap();
+    let rt = runtime();
+    let alice = auth(&rt, &clients, &bearer("alice-token-0123456789")).unwrap();
+    assert_eq!(alice.overrides.mode.as_deref(), Some("ops"));
+    // The page's digest is the one of the token `test`.
+    let ci = auth(&rt, &clients, &bearer("test")).unwrap();
+    assert_eq!(
+        (ci.name.as_str(), ci.overrides.mode.as_deref()),
+        ("ci", Some("ci"))
+    );
+    let mut c = claims("someone");
+    c["iss"] = json!("https://id.example.com");
+    c["tp_flags"] = json!(["readonly"]);
+    let jwt = auth(&rt, &clients, &bearer(&key.sign(&c))).unwrap();
+    assert_eq!(jwt.overrides.mode.as_deref(), Some("view"));
+    assert_eq!(
+        jwt.overrides.flags,
+        Some(BTreeSet::from(["readonly".to_string()]))
+    );
+}
+
+#[test]
+fn authenticate_can_run_on_any_thread_of_a_runtime() {
+    fn send<T: Send>(t: T) -> T {
+        t
+    }
+    let dir = temp_dir("clients-send");
+    let clients = load_in(
+        &dir,
+        &json!({"clients": {"a": {"token": "${A}"}}}),
+        &[("A", "aaaaaaaaaaaaaaaa")],
+    )
+    .unwrap();
+    let h = bearer("aaaaaaaaaaaaaaaa");
+    assert!(runtime().block_on(send(clients.authenticate(&h))).is_ok());
+}
