@@ -94,7 +94,11 @@ fn sha256_hex(text: &str) -> String {
 #[test]
 fn every_error_in_the_file_is_refused_with_its_path() {
     let dir = temp_dir("clients-errors");
-    let vars = [("ALICE", "alice-token-0123456789"), ("EMPTY", "  ")];
+    let vars = [
+        ("ALICE", "alice-token-0123456789"),
+        ("EMPTY", "  "),
+        ("SPACED", "two words"),
+    ];
     let cases: Vec<(Value, &str, &str)> = vec![
         (
             json!({"clients": {"a": {"token": "s3cret-in-clear"}}}),
@@ -120,6 +124,11 @@ fn every_error_in_the_file_is_refused_with_its_path() {
             json!({"clients": {"a": {"token": "${EMPTY}"}}}),
             "clients.a.token",
             "environment variable `EMPTY` is empty",
+        ),
+        (
+            json!({"clients": {"a": {"token": "${SPACED}"}}}),
+            "clients.a.token",
+            "the token in `SPACED` has characters a bearer token cannot carry",
         ),
         (
             json!({"clients": {"a": {"token": 7}}}),
@@ -295,6 +304,23 @@ fn unknown_keys_suggest_the_known_one_and_every_problem_is_reported() {
             .unwrap()
             .contains("`token_sha256`"),
         "{err}"
+    );
+}
+
+#[test]
+fn a_short_token_is_a_warning() {
+    let dir = temp_dir("clients-short");
+    let clients = load_in(
+        &dir,
+        &json!({"clients": {"a": {"token": "${A}"}, "b": {"token": "${B}"}}}),
+        &[("A", "short"), ("B", "0123456789abcdef")],
+    )
+    .unwrap();
+    let warnings: Vec<String> = clients.warnings().iter().map(ToString::to_string).collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with("`clients.a.token`: the token in `A` is 5 characters"),
+        "{warnings:?}"
     );
 }
 

@@ -483,8 +483,7 @@ fn bearer(headers: &http::HeaderMap) -> Result<&str, Denied> {
         ));
     }
     let token = token.trim_start_matches(' ');
-    let token68 = |c: char| c.is_ascii_alphanumeric() || "-._~+/=".contains(c);
-    if token.is_empty() || !token.chars().all(token68) {
+    if token.is_empty() || !token.chars().all(file::is_token_char) {
         return Err(Denied::invalid(
             "a bearer token that is empty or not in the token's characters",
         ));
