@@ -200,7 +200,7 @@ fn clients(
                 ));
                 None
             }
-            (Some(t), None) => token(t, &at(&path, "token"), env, errors),
+            (Some(t), None) => token(t, &at(&path, "token"), env, errors, &mut out.warnings),
             (None, Some(d)) => digest(d, &at(&path, "token_sha256"), errors),
         };
         let overrides = overrides(obj, &path, errors);
@@ -226,6 +226,7 @@ fn token(
     path: &str,
     env: &dyn Fn(&str) -> Option<String>,
     errors: &mut Vec<Problem>,
+    warnings: &mut Vec<Problem>,
 ) -> Option<Digest> {
     let Value::String(raw) = v else {
         errors.push(problem(path, "expected `${ENV_VAR}`, a string"));
@@ -269,8 +270,36 @@ fn token(
             ));
             None
         }
-        Some(t) => Some(Sha256::digest(t.as_bytes()).into()),
+        Some(t) if !t.chars().all(is_token_char) => {
+            errors.push(with_help(
+                path,
+                format!("the token in `{var}` has characters a bearer token cannot carry"),
+                "a bearer token is letters, digits and `-._~+/=`: `openssl rand -hex 32` makes one",
+            ));
+            None
+        }
+        Some(t) => {
+            if t.len() < MIN_TOKEN_CHARS {
+                warnings.push(with_help(
+                    path,
+                    format!(
+                        "the token in `{var}` is {} characters: a short token can be guessed",
+                        t.len()
+                    ),
+                    "`openssl rand -hex 32` makes one of 64",
+                ));
+            }
+            Some(Sha256::digest(t.as_bytes()).into())
+        }
     }
+}
+
+/// Shorter tokens are a warning.
+pub const MIN_TOKEN_CHARS: usize = 16;
+
+/// A character of a bearer token (RFC 6750's `b64token`).
+pub fn is_token_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "-._~+/=".contains(c)
 }
 
 /// 64 hexadecimal digits, in either case.

@@ -410,8 +410,8 @@ pub enum Refusal {
 
 /// Checks a token's signature, issuer, audience, `exp` and `nbf`; its claims.
 pub fn verify(token: &str, spec: &JwtSpec, keys: &Keys) -> Result<Value, Refusal> {
-    let header =
-        jsonwebtoken::decode_header(token).map_err(|e| Refusal::Other(format!("header: {e}")))?;
+    let header = jsonwebtoken::decode_header(token)
+        .map_err(|e| Refusal::Other(format!("a header this gateway does not accept: {e}")))?;
     if header.crit.is_some() {
         return Err(Refusal::Other("the header has `crit` extensions".into()));
     }
@@ -420,7 +420,7 @@ pub fn verify(token: &str, spec: &JwtSpec, keys: &Keys) -> Result<Value, Refusal
         .ok_or(Refusal::UnknownKey)?;
     if !key.algorithms.contains(&header.alg) {
         return Err(Refusal::Other(format!(
-            "algorithm {:?} is not one its key signs with",
+            "algorithm {:?}, which its key does not sign with",
             header.alg
         )));
     }
@@ -433,8 +433,24 @@ pub fn verify(token: &str, spec: &JwtSpec, keys: &Keys) -> Result<Value, Refusal
     validation.set_audience(&spec.audience);
     validation.set_required_spec_claims(&["exp", "iss", "aud"]);
     let data = jsonwebtoken::decode::<Value>(token, &key.decoding, &validation)
-        .map_err(|e| Refusal::Other(e.to_string()))?;
+        .map_err(|e| Refusal::Other(described(&e)))?;
     Ok(data.claims)
+}
+
+/// A refusal in words, for the log.
+fn described(e: &jsonwebtoken::errors::Error) -> String {
+    use jsonwebtoken::errors::ErrorKind as K;
+    match e.kind() {
+        K::InvalidSignature => "the signature does not match".into(),
+        K::ExpiredSignature => "expired (`exp`)".into(),
+        K::ImmatureSignature => "not valid yet (`nbf`)".into(),
+        K::InvalidIssuer => "another issuer (`iss`)".into(),
+        K::InvalidAudience => "meant for another audience (`aud`)".into(),
+        K::MissingRequiredClaim(c) => format!("no `{c}` claim"),
+        K::InvalidClaimFormat(c) => format!("claim `{c}` is malformed"),
+        K::InvalidAlgorithm => "an algorithm its key does not sign with".into(),
+        _ => format!("malformed: {e}"),
+    }
 }
 
 /// The value at a claim path.
@@ -442,24 +458,48 @@ pub fn claim<'a>(claims: &'a Value, path: &[String]) -> Option<&'a Value> {
     path.iter().try_fold(claims, |v, part| v.get(part.as_str()))
 }
 
+/// When keys fetched from a `jwks_url` are fetched again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timing {
+    /// Keys older than this are fetched again before they are used.
+    pub refresh: Duration,
+    /// The least time between two fetches, whatever asks for one.
+    pub pause: Duration,
+}
+
+impl Default for Timing {
+    fn default() -> Timing {
+        Timing {
+            refresh: REFRESH,
+            pause: REFETCH_PAUSE,
+        }
+    }
+}
+
 /// A JWKS fetched from a URL: the last good keys, refreshed after
-/// [`REFRESH`] or on an unknown `kid`, one fetch at a time and at most one
-/// per [`REFETCH_PAUSE`]; a failed fetch keeps the last good keys.
+/// [`Timing::refresh`] or on an unknown `kid`, one fetch at a time and at
+/// most one per [`Timing::pause`]; a failed fetch keeps the last good keys.
 pub struct Fetched {
     url: String,
+    timing: Arc<Mutex<Timing>>,
     keys: RwLock<Option<(Arc<Keys>, Instant)>>,
     last_attempt: Mutex<Option<Instant>>,
     fetching: tokio::sync::Mutex<()>,
 }
 
 impl Fetched {
-    pub fn new(url: String) -> Fetched {
+    pub fn new(url: String, timing: Arc<Mutex<Timing>>) -> Fetched {
         Fetched {
             url,
+            timing,
             keys: RwLock::new(None),
             last_attempt: Mutex::new(None),
             fetching: tokio::sync::Mutex::new(()),
         }
+    }
+
+    fn timing(&self) -> Timing {
+        *self.timing.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     pub fn url(&self) -> &str {
@@ -467,7 +507,8 @@ impl Fetched {
     }
 
     /// The keys to check a token with: fetched first if there are none yet
-    /// or they are older than [`REFRESH`], or if `stale` (a `kid` they lack).
+    /// or they are older than [`Timing::refresh`], or if `stale` (a `kid`
+    /// they lack).
     pub async fn keys(&self, stale: bool) -> Option<Arc<Keys>> {
         let current = self
             .keys
@@ -476,7 +517,7 @@ impl Fetched {
             .clone();
         let due = match &current {
             None => true,
-            Some((_, at)) => stale || at.elapsed() >= REFRESH,
+            Some((_, at)) => stale || at.elapsed() >= self.timing().refresh,
         };
         if due && self.may_fetch() {
             let _one = self.fetching.lock().await;
@@ -496,7 +537,7 @@ impl Fetched {
         self.last_attempt
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .is_none_or(|at| at.elapsed() >= REFETCH_PAUSE)
+            .is_none_or(|at| at.elapsed() >= self.timing().pause)
     }
 
     async fn fetch(&self) {

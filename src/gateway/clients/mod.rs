@@ -18,7 +18,8 @@ pub mod jwt;
 use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::SystemTime;
 
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
@@ -27,6 +28,7 @@ use subtle::{ConditionallySelectable as _, ConstantTimeEq as _};
 use crate::Context;
 
 use super::servers::Problem;
+pub use jwt::Timing;
 use jwt::{JwksSource, Refusal};
 
 /// The context fields a client entry (or a token's claims) sets; a field
@@ -200,6 +202,8 @@ pub struct Clients {
     path: PathBuf,
     env: Env,
     current: RwLock<Arc<Loaded>>,
+    /// Shared with every `jwks_url` cache, this version's and the next.
+    timing: Arc<Mutex<Timing>>,
 }
 
 impl fmt::Debug for Clients {
@@ -221,12 +225,20 @@ impl Clients {
             file: path.to_path_buf(),
             problems: vec![file::problem("", format!("cannot read it: {e}"))],
         })?;
-        let loaded = parse(path, &bytes, &env, None)?;
+        let timing = Arc::new(Mutex::new(Timing::default()));
+        let loaded = parse(path, &bytes, &env, None, &timing)?;
         Ok(Clients {
             path: path.to_path_buf(),
             env,
             current: RwLock::new(Arc::new(loaded)),
+            timing,
         })
+    }
+
+    /// When keys fetched from a `jwks_url` are fetched again (by default
+    /// after 5 minutes, at most once a minute).
+    pub fn set_jwks_timing(&self, timing: Timing) {
+        *self.timing.lock().unwrap_or_else(PoisonError::into_inner) = timing;
     }
 
     pub fn path(&self) -> &Path {
@@ -276,9 +288,75 @@ impl Clients {
             problems: vec![file::problem("", why)],
         })?;
         let old = self.current();
-        let loaded = parse(&self.path, &bytes, &self.env, old.fetched.as_ref())?;
+        let loaded = parse(
+            &self.path,
+            &bytes,
+            &self.env,
+            old.fetched.as_ref(),
+            &self.timing,
+        )?;
         *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(loaded);
         Ok(())
+    }
+
+    /// The files a version is read from: the clients file, and its
+    /// `jwks_file` if it names one; with their stamps.
+    fn stamps(&self) -> Vec<Stamp> {
+        let mut files = vec![self.path.clone()];
+        if let Some(JwksSource::File { path, .. }) =
+            self.current().parsed.jwt.as_ref().map(|j| &j.source)
+        {
+            files.push(path.clone());
+        }
+        files.iter().map(|f| stamp(f)).collect()
+    }
+
+    /// [`Clients::reload`], said on standard error, then told to `on_reload`.
+    fn reload_logged(&self, on_reload: &OnReload) {
+        let result = self.reload();
+        match &result {
+            Ok(()) => log!("note: reloaded `{}`", self.path.display()),
+            Err(e) => log!("error: {e}\nerror: keeping the last good clients file"),
+        }
+        on_reload(&result);
+    }
+
+    /// Reloads the file (and its `jwks_file`) when it changes, once its
+    /// modification time and length have held still for one poll, and on
+    /// SIGHUP, until the task is dropped. Each reload's result goes to
+    /// `on_reload` (for an audit event) after it is logged.
+    pub async fn watch(
+        self: Arc<Self>,
+        on_reload: impl Fn(&Result<(), ClientsError>) + Send + Sync + 'static,
+    ) {
+        let on_reload: Arc<OnReload> = Arc::new(on_reload);
+        let mut hangup = super::reload::hangup_signal();
+        let looked = |c: Arc<Clients>| async move {
+            tokio::task::spawn_blocking(move || c.stamps())
+                .await
+                .unwrap_or_default()
+        };
+        let mut last = looked(self.clone()).await;
+        let mut polled = last.clone();
+        let mut tick = tokio::time::interval(super::reload::POLL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let read = tokio::select! {
+                _ = tick.tick() => {
+                    let now = looked(self.clone()).await;
+                    let read = now != last && now == polled;
+                    polled = now;
+                    read
+                }
+                _ = hangup_received(&mut hangup) => true,
+            };
+            if read {
+                let (c, hook) = (self.clone(), on_reload.clone());
+                let _ = tokio::task::spawn_blocking(move || c.reload_logged(&*hook)).await;
+                last = looked(self.clone()).await;
+                polled = last.clone();
+            }
+        }
     }
 
     /// The protected-resource metadata (RFC 9728) of `resource`, the URL
@@ -338,6 +416,27 @@ impl Clients {
     }
 }
 
+/// What [`Clients::watch`] tells of each reload.
+type OnReload = dyn Fn(&Result<(), ClientsError>) + Send + Sync;
+
+/// What identifies a version of a file without reading it.
+type Stamp = Option<(SystemTime, u64)>;
+
+fn stamp(path: &Path) -> Stamp {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.modified().ok()?, meta.len()))
+}
+
+async fn hangup_received(h: &mut super::reload::Hangup) {
+    #[cfg(unix)]
+    if let Some(s) = h {
+        s.recv().await;
+        return;
+    }
+    let _ = h;
+    std::future::pending::<()>().await
+}
+
 /// Parses one version of the file; a `jwks_url` keeps `previous`'s cache
 /// when it is the same URL.
 fn parse(
@@ -345,6 +444,7 @@ fn parse(
     bytes: &[u8],
     env: &Env,
     previous: Option<&Arc<jwt::Fetched>>,
+    timing: &Arc<Mutex<Timing>>,
 ) -> Result<Loaded, ClientsError> {
     let error = |problems| ClientsError {
         file: path.to_path_buf(),
@@ -357,7 +457,7 @@ fn parse(
     let fetched = match parsed.jwt.as_ref().map(|j| &j.source) {
         Some(JwksSource::Url(url)) => Some(match previous {
             Some(p) if p.url() == url => p.clone(),
-            _ => Arc::new(jwt::Fetched::new(url.clone())),
+            _ => Arc::new(jwt::Fetched::new(url.clone(), timing.clone())),
         }),
         _ => None,
     };
@@ -383,8 +483,7 @@ fn bearer(headers: &http::HeaderMap) -> Result<&str, Denied> {
         ));
     }
     let token = token.trim_start_matches(' ');
-    let token68 = |c: char| c.is_ascii_alphanumeric() || "-._~+/=".contains(c);
-    if token.is_empty() || !token.chars().all(token68) {
+    if token.is_empty() || !token.chars().all(file::is_token_char) {
         return Err(Denied::invalid(
             "a bearer token that is empty or not in the token's characters",
         ));
