@@ -52,6 +52,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use crate::Context;
 
 use super::Gateway;
+use super::clients::Clients;
 use super::connection::{self, Connection};
 
 /// Where MCP is served.
@@ -106,12 +107,15 @@ impl Default for ListenOptions {
     }
 }
 
-/// Who is calling: a name for the audit log and the limits, and the
-/// context the policy decides in.
+/// Who is calling: a name for the audit log, a key for the limits and
+/// the sessions, and the context the policy decides in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
     /// `None` where callers are not named (no clients file).
     pub name: Option<Arc<str>>,
+    /// What tells this caller apart from every other; `None` where
+    /// callers are not named.
+    pub key: Option<Arc<str>>,
     pub context: Context,
 }
 
@@ -142,34 +146,100 @@ impl Refusal {
 }
 
 /// How the listener learns who is calling.
-pub trait Callers: Send + Sync + 'static {
-    /// The caller a request's headers name, or why it is refused (401 with
-    /// its challenge).
-    fn identify(&self, headers: &HeaderMap) -> Result<Caller, Refusal>;
+pub enum Callers {
+    /// No clients file: every caller is served the command line's
+    /// context, unnamed.
+    CommandLine(Context),
+    /// A clients file: the credential names the caller, whose context is
+    /// the command line's with the fields its entry (or token) sets.
+    Clients {
+        clients: Arc<Clients>,
+        base: Context,
+        /// The URL clients reach `/mcp` at, as `--public-url` gives it;
+        /// `None`: made from each request's `Host` (and a proxy's
+        /// `X-Forwarded-Proto` and `X-Forwarded-Host`).
+        public_url: Option<String>,
+    },
+}
+
+impl Callers {
+    /// The caller a request's headers name, or why it is refused: 401 with
+    /// the challenge that points to the protected-resource metadata.
+    pub async fn identify(&self, headers: &HeaderMap) -> Result<Caller, Refusal> {
+        let (clients, base) = match self {
+            Callers::CommandLine(context) => {
+                return Ok(Caller {
+                    name: None,
+                    key: None,
+                    context: context.clone(),
+                });
+            }
+            Callers::Clients { clients, base, .. } => (clients, base),
+        };
+        match clients.authenticate(headers).await {
+            Ok(caller) => Ok(Caller {
+                name: Some(caller.name.as_str().into()),
+                key: Some(caller.key().into()),
+                context: caller.context(base),
+            }),
+            Err(denied) => {
+                log!("note: refused a request with 401: {}", denied.reason());
+                let resource = self.resource(headers);
+                let challenge = denied
+                    .www_authenticate(&super::clients::metadata_url(&resource).unwrap_or_default());
+                let mut refusal = Refusal::new(
+                    denied.status(),
+                    "unauthorized: this gateway serves callers with a bearer token it accepts",
+                );
+                if let Ok(value) = HeaderValue::from_str(&challenge) {
+                    refusal.headers.push((header::WWW_AUTHENTICATE, value));
+                }
+                Err(refusal)
+            }
+        }
+    }
 
     /// Whether callers are told apart by a credential: then the listener
     /// may bind beyond loopback and takes any `Host`.
-    fn authenticates(&self) -> bool {
-        false
+    pub fn authenticates(&self) -> bool {
+        matches!(self, Callers::Clients { .. })
+    }
+
+    /// The URL of `/mcp` as the client reached it.
+    fn resource(&self, headers: &HeaderMap) -> String {
+        if let Callers::Clients {
+            public_url: Some(url),
+            ..
+        } = self
+        {
+            return url.clone();
+        }
+        let first = |name: &str| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.split(',').next())
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+        };
+        let scheme = first("x-forwarded-proto")
+            .filter(|p| p == "http" || p == "https")
+            .unwrap_or_else(|| "http".into());
+        let host = first("x-forwarded-host")
+            .or_else(|| first("host"))
+            .unwrap_or_else(|| "localhost".into());
+        format!("{scheme}://{host}{MCP_PATH}")
     }
 
     /// The protected-resource metadata (RFC 9728) for a request with these
-    /// headers, served at [`METADATA_PATH`]; `None`: not served (404).
-    fn metadata(&self, _headers: &HeaderMap) -> Option<serde_json::Value> {
-        None
-    }
-}
-
-/// Without a clients file: every caller is served the command line's
-/// context, unnamed.
-pub struct CommandLine(pub Context);
-
-impl Callers for CommandLine {
-    fn identify(&self, _headers: &HeaderMap) -> Result<Caller, Refusal> {
-        Ok(Caller {
-            name: None,
-            context: self.0.clone(),
-        })
+    /// headers; `None` without a clients file (then 404).
+    fn metadata(&self, headers: &HeaderMap) -> Option<serde_json::Value> {
+        match self {
+            Callers::CommandLine(_) => None,
+            Callers::Clients { clients, .. } => {
+                Some(clients.protected_resource_metadata(&self.resource(headers)))
+            }
+        }
     }
 }
 
@@ -207,7 +277,7 @@ struct Open {
 /// of its sessions and limits. Shared by every connection.
 pub struct Listener {
     options: ListenOptions,
-    callers: Arc<dyn Callers>,
+    callers: Callers,
     service: StreamableHttpService<Handler, LocalSessionManager>,
     manager: Arc<LocalSessionManager>,
     sessions: Mutex<HashMap<Arc<str>, Open>>,
@@ -219,11 +289,7 @@ pub struct Listener {
 }
 
 impl Listener {
-    pub fn new(
-        gateway: Arc<Gateway>,
-        options: ListenOptions,
-        callers: Arc<dyn Callers>,
-    ) -> Arc<Listener> {
+    pub fn new(gateway: Arc<Gateway>, options: ListenOptions, callers: Callers) -> Arc<Listener> {
         let mut manager = LocalSessionManager::default();
         // Sessions end by the listener's own idle clock, which a long call
         // does not run down; rmcp's would end a session in the middle of one.
@@ -291,7 +357,7 @@ impl Listener {
         if let Err(refusal) = self.check_origin(request.headers()) {
             return refusal.into_response();
         }
-        let caller = match self.callers.identify(request.headers()) {
+        let caller = match self.callers.identify(request.headers()).await {
             Ok(caller) => caller,
             Err(refusal) => return refusal.into_response(),
         };
@@ -321,9 +387,9 @@ impl Listener {
         let permits = if streaming {
             None
         } else {
-            let key = match &caller.name {
-                Some(name) => format!("client {name}"),
-                None => format!("address {}", remote.ip()),
+            let key = match &caller.key {
+                Some(key) => key.to_string(),
+                None => format!("address:{}", remote.ip()),
             };
             match self.permits(&key) {
                 Ok(permits) => Some(permits),
@@ -361,7 +427,7 @@ impl Listener {
                 .get(SESSION_HEADER)
                 .and_then(|v| v.to_str().ok())
         {
-            self.opened(id.into(), caller.name.clone());
+            self.opened(id.into(), caller.key.clone());
         }
         if permits.is_none() && session.is_none() {
             return response;
@@ -512,7 +578,7 @@ impl Listener {
     fn enter(self: &Arc<Self>, id: &str, caller: &Caller, busy: bool) -> Option<InSession> {
         let mut sessions = lock(&self.sessions);
         let open = sessions.get_mut(id)?;
-        if open.owner != caller.name {
+        if open.owner != caller.key {
             return None;
         }
         open.last = Instant::now();

@@ -77,10 +77,20 @@ pub struct Args {
 struct ListenArgs {
     /// Serve MCP's streamable HTTP transport at `http://HOST:PORT/mcp` to any
     /// number of clients instead of one on standard input (port 0: any free
-    /// one, named on standard error). Loopback addresses only, as every
-    /// caller gets the command line's context
+    /// one, named on standard error). Without `--clients`, loopback
+    /// addresses only, as every caller gets the command line's context
     #[arg(long, value_name = "HOST:PORT")]
     listen: Option<String>,
+    /// The clients file: bearer tokens and JWT access tokens to contexts
+    /// (re-read when it changes, or on SIGHUP); a request without a
+    /// credential it accepts is refused with 401
+    #[arg(long, value_name = "FILE", requires = "listen")]
+    clients: Option<PathBuf>,
+    /// The URL clients reach the gateway's `/mcp` at, as the
+    /// protected-resource metadata names it (behind a reverse proxy);
+    /// by default made from each request's `Host`
+    #[arg(long, value_name = "URL", requires = "clients")]
+    public_url: Option<String>,
     /// Serve every request without a session, whatever the client's protocol
     /// version: a search activates nothing beyond its request, and a call
     /// reaches any tool the context does not hide
@@ -131,6 +141,13 @@ impl ListenArgs {
                 )));
             }
         }
+        if let Some(url) = &self.public_url
+            && gateway::clients::metadata_url(url).is_none()
+        {
+            return Err(CliError::Usage(format!(
+                "`--public-url` `{url}` is not a URL: write it as clients reach the gateway, such as `https://mcp.example.com/mcp`"
+            )));
+        }
         Ok(gateway::listen::ListenOptions {
             stateless: self.stateless,
             session_idle: seconds("session-idle", self.session_idle)?,
@@ -145,6 +162,56 @@ impl ListenArgs {
             )?,
         })
     }
+}
+
+/// What `--listen` and the flags beside it give, checked and bound.
+struct Listening {
+    sockets: Vec<std::net::TcpListener>,
+    options: gateway::listen::ListenOptions,
+    clients: Option<gateway::clients::Clients>,
+    public_url: Option<String>,
+}
+
+/// The command line's context.
+fn options_context(args: &Args) -> toolpolicy::Context {
+    args.context.context()
+}
+
+/// Reads the clients file and checks each context it names against the
+/// policy, before anything is served: a client the policy cannot serve is
+/// a usage error naming it.
+fn load_clients(
+    path: &Path,
+    policy: &toolpolicy::Policy,
+    base: &toolpolicy::Context,
+) -> Result<gateway::clients::Clients, CliError> {
+    let clients =
+        gateway::clients::Clients::load(path).map_err(|e| CliError::Usage(e.to_string()))?;
+    for w in clients.warnings() {
+        eprintln!("warning: `{}`: {w}", path.display());
+    }
+    let engine = toolpolicy::Engine::new(policy.clone(), Default::default(), Default::default());
+    if let Some(why) = refused_contexts(&engine, &clients, base).into_iter().next() {
+        return Err(CliError::Usage(why));
+    }
+    Ok(clients)
+}
+
+/// Why the policy cannot serve a context the clients file names, one line
+/// each (`clients.alice` in `F`: ...).
+fn refused_contexts(
+    engine: &toolpolicy::Engine,
+    clients: &gateway::clients::Clients,
+    base: &toolpolicy::Context,
+) -> Vec<String> {
+    clients
+        .contexts()
+        .into_iter()
+        .filter_map(|(at, overrides)| {
+            let e = engine.session(overrides.apply(base)).err()?;
+            Some(format!("`{at}` in `{}`: {e}", clients.path().display()))
+        })
+        .collect()
 }
 
 /// Binds every address `--listen` names, before any server starts: an
@@ -250,7 +317,20 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         .map_err(|e| CliError::Usage(e.to_string()))?;
     drop(check);
     let listening = match (&args.listen.listen, args.dry_run) {
-        (Some(listen), false) => Some((bind(listen, false)?, args.listen.options()?)),
+        (Some(listen), false) => {
+            let options = args.listen.options()?;
+            let clients = match &args.listen.clients {
+                Some(path) => Some(load_clients(path, &policy, &options_context(&args))?),
+                None => None,
+            };
+            let sockets = bind(listen, clients.is_some())?;
+            Some(Listening {
+                sockets,
+                options,
+                clients,
+                public_url: args.listen.public_url.clone(),
+            })
+        }
         _ => None,
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -289,7 +369,7 @@ async fn serve(
     dry_run: bool,
     format: Format,
     audit: Option<toolpolicy::audit::AuditHook>,
-    listening: Option<(Vec<std::net::TcpListener>, gateway::listen::ListenOptions)>,
+    listening: Option<Listening>,
 ) -> Result<ExitCode, CliError> {
     let mut termination = gateway::reload::Termination::catch();
     let hangup = gateway::reload::hangup_signal();
@@ -341,10 +421,10 @@ async fn serve(
             ));
         }
     }
-    if let Some((sockets, options)) = listening {
+    if let Some(listening) = listening {
         tokio::spawn(Arc::clone(&gw).follow(events));
         tokio::spawn(gateway::reload::watch(Arc::clone(&gw), hangup));
-        return serve_http(gw, sockets, options, termination).await;
+        return serve_http(gw, listening, termination).await;
     }
     if std::io::stdin().is_terminal() {
         log::line(
@@ -390,13 +470,46 @@ async fn serve(
 /// ends every session, then stops the servers.
 async fn serve_http(
     gw: Arc<Gateway>,
-    sockets: Vec<std::net::TcpListener>,
-    options: gateway::listen::ListenOptions,
+    listening: Listening,
     mut termination: gateway::reload::Termination,
 ) -> Result<ExitCode, CliError> {
-    let callers = Arc::new(gateway::listen::CommandLine(gw.options.context.clone()));
-    let listener = gateway::listen::Listener::new(Arc::clone(&gw), options, callers);
+    let Listening {
+        sockets,
+        options,
+        clients,
+        public_url,
+    } = listening;
     let mut tasks = tokio::task::JoinSet::new();
+    let callers = match clients {
+        None => gateway::listen::Callers::CommandLine(gw.options.context.clone()),
+        Some(clients) => {
+            let clients = Arc::new(clients);
+            let watched = Arc::clone(&gw);
+            let checked = Arc::clone(&clients);
+            tasks.spawn(Arc::clone(&clients).watch(move |result| {
+                watched.engine.emit(toolpolicy::audit::EventKind::Reload {
+                    what: "clients".into(),
+                    ok: result.is_ok(),
+                    codes: Vec::new(),
+                });
+                if result.is_ok() {
+                    for why in refused_contexts(&watched.engine, &checked, &watched.options.context) {
+                        log::line(format!(
+                            "error: {why}; that caller's requests fail until the policy or the clients file serves it"
+                        ));
+                    }
+                    // Sessions take their caller's new context at their next request.
+                    watched.bump();
+                }
+            }));
+            gateway::listen::Callers::Clients {
+                clients,
+                base: gw.options.context.clone(),
+                public_url,
+            }
+        }
+    };
+    let listener = gateway::listen::Listener::new(Arc::clone(&gw), options, callers);
     for socket in sockets {
         let socket = match tokio::net::TcpListener::from_std(socket) {
             Ok(socket) => socket,
