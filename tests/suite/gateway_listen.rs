@@ -32,12 +32,48 @@ impl Listening {
     /// The gateway on `policy` and one fixture `fx` with `tools`, with
     /// `extra` arguments after `--listen 127.0.0.1:0`.
     pub fn start(policy: &str, tools: &str, env: &[(&str, &str)], extra: &[&str]) -> Listening {
+        Listening::start_at("127.0.0.1:0", policy, tools, env, extra, None)
+    }
+
+    /// [`Listening::start`] with a clients file, the tokens it names in
+    /// the gateway's environment.
+    pub fn with_clients(
+        policy: &str,
+        clients: &Value,
+        tokens: &[(&str, &str)],
+        extra: &[&str],
+    ) -> Listening {
+        Listening::start_at(
+            "127.0.0.1:0",
+            policy,
+            TOOLS,
+            &[],
+            extra,
+            Some((clients, tokens)),
+        )
+    }
+
+    pub fn start_at(
+        listen: &str,
+        policy: &str,
+        tools: &str,
+        env: &[(&str, &str)],
+        extra: &[&str],
+        clients: Option<(&Value, &[(&str, &str)])>,
+    ) -> Listening {
         let dir = temp_dir("listen");
         let (p, s) = files(&dir, policy, &[("fx", fixture(tools, env))]);
-        let mut args = file_args(&p, &s, &["--listen", "127.0.0.1:0"]);
+        let clients_file = dir.join("clients.json");
+        let mut args = file_args(&p, &s, &["--listen", listen]);
+        let mut gateway_env: &[(&str, &str)] = &[];
+        if let Some((file, tokens)) = clients {
+            std::fs::write(&clients_file, file.to_string()).unwrap();
+            args.extend_from_slice(&["--clients", clients_file.to_str().unwrap()]);
+            gateway_env = tokens;
+        }
         args.extend_from_slice(extra);
         let path = dir.to_path_buf();
-        let gw = Gateway::spawn(&args).holding(dir);
+        let gw = Gateway::spawn_env(&args, gateway_env).holding(dir);
         assert!(
             gw.wait_stderr("serving MCP over HTTP at http://", 1),
             "{}",
@@ -49,7 +85,8 @@ impl Listening {
             .nth(1)
             .and_then(|rest| rest.split("/mcp").next())
             .unwrap()
-            .to_string();
+            // Traffic goes to loopback whatever the address bound.
+            .replace("0.0.0.0:", "127.0.0.1:");
         Listening {
             gw,
             addr,
@@ -602,4 +639,190 @@ fn under_stateless_a_2025_client_is_served_without_a_session() {
         json!({"name": "call_tool", "arguments": {"name": "fx__secret"}}),
     );
     assert!(is_error(&secret), "{secret}");
+}
+
+/// A policy under which the flag `ops` shows `fx__pid`.
+const OPS_POLICY: &str = "\
+guard fx__echo
+Hide(fx__secret)
+Defer(*)
+when !ops {
+  Hide(fx__pid)
+}
+";
+
+const ALICE: &str = "alice-token-0123456789";
+const BOB: &str = "bob-token-0123456789abcd";
+
+fn clients(alice_flags: &[&str], bob_flags: &[&str]) -> Value {
+    json!({"clients": {
+        "alice": {"token": "${ALICE_TOKEN}", "flags": alice_flags},
+        "bob": {"token": "${BOB_TOKEN}", "flags": bob_flags}},
+        "authorization_servers": ["https://id.example.com"]})
+}
+
+const TOKENS: &[(&str, &str)] = &[("ALICE_TOKEN", ALICE), ("BOB_TOKEN", BOB)];
+
+fn bearer(token: &str) -> String {
+    format!("Bearer {token}")
+}
+
+#[test]
+fn callers_named_by_their_tokens_are_served_their_own_contexts() {
+    let audit = temp_dir("listen-audit");
+    let log = audit.join("audit.jsonl");
+    let l = Listening::with_clients(
+        OPS_POLICY,
+        &clients(&["ops"], &[]),
+        TOKENS,
+        &["--audit", log.to_str().unwrap()],
+    );
+    // No token, and a token the file does not know: 401, pointing to the
+    // metadata, saying no more than whether a token was shown.
+    let missing = stateless(&l.addr, &[], "tools/list", json!({}));
+    assert_eq!(missing.status, 401, "{missing:?}");
+    let challenge = missing.header("www-authenticate").unwrap().to_string();
+    let metadata_url = format!("http://{}/.well-known/oauth-protected-resource/mcp", l.addr);
+    assert_eq!(
+        challenge,
+        format!("Bearer resource_metadata=\"{metadata_url}\"")
+    );
+    let wrong = stateless(
+        &l.addr,
+        &[("Authorization", "Bearer nope-nope-nope-nope")],
+        "tools/list",
+        json!({}),
+    );
+    assert_eq!(wrong.status, 401, "{wrong:?}");
+    assert_eq!(
+        wrong.header("www-authenticate"),
+        Some(format!("{challenge}, error=\"invalid_token\"").as_str())
+    );
+    assert_eq!(wrong.body, missing.body);
+    // The metadata names the authorization server.
+    let stream = TcpStream::connect(&l.addr).unwrap();
+    let request = format!(
+        "GET /.well-known/oauth-protected-resource/mcp HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+        l.addr
+    );
+    stream
+        .try_clone()
+        .unwrap()
+        .write_all(request.as_bytes())
+        .unwrap();
+    let metadata: Value = serde_json::from_str(&read_answer(stream).body).unwrap();
+    assert_eq!(
+        metadata["authorization_servers"],
+        json!(["https://id.example.com"])
+    );
+    assert_eq!(
+        metadata["resource"],
+        json!(format!("http://{}/mcp", l.addr))
+    );
+
+    // Alice has `ops`: `fx__pid` is hers; Bob's context hides it.
+    let alice = bearer(ALICE);
+    let bob = bearer(BOB);
+    let as_alice = [("Authorization", alice.as_str())];
+    let as_bob = [("Authorization", bob.as_str())];
+    let pid = stateless_call(&l.addr, &as_alice, "call_tool", json!({"name": "fx__pid"}));
+    assert!(!is_error(&pid), "{pid}");
+    let refused = stateless_call(&l.addr, &as_bob, "call_tool", json!({"name": "fx__pid"}));
+    assert!(is_error(&refused), "{refused}");
+    let mut a = Session::open_with(&l.addr, &as_alice);
+    let found = a.call("tool_search", json!({"query": "", "names": ["fx__pid"]}));
+    assert!(text(&found).contains("fx__pid"), "{found}");
+    let mut b = Session::open_with(&l.addr, &as_bob);
+    let found = b.call("tool_search", json!({"query": "", "names": ["fx__pid"]}));
+    assert!(text(&found).contains("Not available"), "{found}");
+    // A session is its opener's alone.
+    let mut stolen = Session {
+        addr: l.addr.clone(),
+        id: a.id.clone(),
+        next: 10,
+        extra: vec![("Authorization".into(), bob.clone())],
+    };
+    assert_eq!(stolen.request("tools/list", json!({})).status, 404);
+    assert_eq!(a.list().len(), 3);
+    // The audit log names the caller.
+    drop(l);
+    let written = std::fs::read_to_string(&log).unwrap();
+    assert!(written.contains("\"caller\":\"alice\""), "{written}");
+    assert!(written.contains("\"caller\":\"bob\""), "{written}");
+}
+
+#[test]
+fn a_reload_of_the_clients_file_hides_a_tool_for_one_caller_only() {
+    let l = Listening::with_clients(OPS_POLICY, &clients(&["ops"], &["ops"]), TOKENS, &[]);
+    let alice = bearer(ALICE);
+    let bob = bearer(BOB);
+    let as_alice = [("Authorization", alice.as_str())];
+    let as_bob = [("Authorization", bob.as_str())];
+    let mut a = Session::open_with(&l.addr, &as_alice);
+    let found = a.call("tool_search", json!({"query": "", "names": ["fx__pid"]}));
+    assert!(text(&found).contains("fx__pid"), "{found}");
+    assert!(!is_error(&a.call("call_tool", json!({"name": "fx__pid"}))));
+    std::fs::write(
+        l.dir.join("clients.json"),
+        clients(&[], &["ops"]).to_string(),
+    )
+    .unwrap();
+    assert!(l.gw.wait_stderr("reloaded", 1), "{}", l.gw.stderr());
+    // Alice's open session and her requests without one lose it; Bob keeps it.
+    let r = a.call("call_tool", json!({"name": "fx__pid"}));
+    assert!(is_error(&r), "{r}");
+    let r = stateless_call(&l.addr, &as_alice, "call_tool", json!({"name": "fx__pid"}));
+    assert!(is_error(&r), "{r}");
+    let r = stateless_call(&l.addr, &as_bob, "call_tool", json!({"name": "fx__pid"}));
+    assert!(!is_error(&r), "{r}");
+}
+
+#[test]
+fn with_a_clients_file_the_gateway_may_listen_beyond_loopback() {
+    let l = Listening::start_at(
+        "0.0.0.0:0",
+        OPS_POLICY,
+        TOOLS,
+        &[],
+        &[],
+        Some((&clients(&[], &[]), TOKENS)),
+    );
+    let alice = bearer(ALICE);
+    assert_eq!(
+        stateless_list(&l.addr, &[("Authorization", &alice)]).len(),
+        3
+    );
+    assert_eq!(stateless(&l.addr, &[], "tools/list", json!({})).status, 401);
+}
+
+#[test]
+fn a_client_the_policy_cannot_serve_is_refused_at_start() {
+    let dir = temp_dir("listen-clients");
+    let (p, s) = files(
+        &dir,
+        "mode ops {\n  Defer(*)\n}\n",
+        &[("fx", fixture(TOOLS, &[]))],
+    );
+    let c = dir.join("clients.json");
+    std::fs::write(
+        &c,
+        json!({"clients": {"ci": {"token_sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", "mode": "nightly"}}}).to_string(),
+    )
+    .unwrap();
+    let (code, _, err) = run_to_end(&file_args(
+        &p,
+        &s,
+        &[
+            "--mode",
+            "ops",
+            "--listen",
+            "127.0.0.1:0",
+            "--clients",
+            c.to_str().unwrap(),
+        ],
+    ));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("`clients.ci` in `"), "{err}");
+    assert!(err.contains("nightly"), "{err}");
+    assert!(!err.contains("started with"), "no server starts: {err}");
 }
