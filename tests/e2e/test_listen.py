@@ -189,6 +189,54 @@ class Eras:
                 self.assertFalse((await outcome(client, "everything__echo", {"message": "x"}))[0])
 
 
+    async def test_callers_with_different_tokens_get_different_lists_and_refusals(self):
+        """Tokens of a clients file: `ops` is listed `everything__echo` and
+        reaches the memory server's tools, `viewer` neither; a reload of the
+        file takes them from `ops` alone (`auditor` keeps them)."""
+        work = self.work.path
+        clients = work / "clients.json"
+
+        def write_clients(ops_flags):
+            clients.write_text(json.dumps({"clients": {
+                "ops": {"token": "${OPS_TOKEN}", "flags": ops_flags},
+                "viewer": {"token": "${VIEWER_TOKEN}"},
+                "auditor": {"token": "${AUDITOR_TOKEN}", "flags": ["ops"]},
+            }}))
+
+        write_clients(["ops"])
+        tokens = {"OPS_TOKEN": "ops-token-0123456789abcdef",
+                  "VIEWER_TOKEN": "viewer-token-0123456789abc",
+                  "AUDITOR_TOKEN": "auditor-token-0123456789ab"}
+        policy = POLICY + "when !ops {\n  Hide(source:mcp:memory, everything__echo)\n}\n"
+        bearer = {k: {"Authorization": f"Bearer {v}"} for k, v in tokens.items()}
+        with listening(work, self.servers(), policy, args=["--clients", str(clients)],
+                       env=tokens) as (url, _, stderr):
+            self.assertEqual(post(url, tools_list()).status_code, 401)
+            async with http_client(url, self.era, bearer["OPS_TOKEN"]) as ops, \
+                    http_client(url, self.era, bearer["VIEWER_TOKEN"]) as viewer, \
+                    http_client(url, self.era, bearer["AUDITOR_TOKEN"]) as auditor:
+                async def search(client):
+                    ok, text = await outcome(client, "tool_search",
+                                             {"query": "", "names": ["memory__read_graph"]})
+                    return ok and "Not available" not in text
+
+                self.assertTrue(await search(ops))
+                self.assertFalse(await search(viewer))
+                self.assertTrue((await through(ops, "memory__read_graph", {}))[0])
+                self.assertFalse((await through(viewer, "memory__read_graph", {}))[0])
+                self.assertIn("everything__echo", await listed(ops))
+                self.assertNotIn("everything__echo", await listed(viewer))
+                self.assertFalse((await outcome(viewer, "everything__echo", {"message": "x"}))[0])
+                write_clients([])
+                deadline = time.monotonic() + harness.POLL_TIMEOUT
+                while "reloaded `" not in stderr.read_text():
+                    self.assertLess(time.monotonic(), deadline, stderr.read_text())
+                    await anyio.sleep(0.1)
+                self.assertFalse((await through(ops, "memory__read_graph", {}))[0])
+                self.assertTrue(await search(auditor))
+                self.assertTrue((await through(auditor, "memory__read_graph", {}))[0])
+
+
 class LegacyEra(Eras, Case):
     era = LEGACY
 
