@@ -826,3 +826,48 @@ fn a_client_the_policy_cannot_serve_is_refused_at_start() {
     assert!(err.contains("nightly"), "{err}");
     assert!(!err.contains("started with"), "no server starts: {err}");
 }
+
+/// A POST of a `tools/list` with this `Host`.
+fn with_host(addr: &str, host: &str) -> Answer {
+    let stream = TcpStream::connect(addr).unwrap();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}})
+    .to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream
+        .try_clone()
+        .unwrap()
+        .write_all(request.as_bytes())
+        .unwrap();
+    read_answer(stream)
+}
+
+#[test]
+fn behind_a_proxy_the_host_and_the_public_url_are_given() {
+    // Without a clients file, a proxy's public name is answered once given.
+    let l = Listening::start(POLICY, TOOLS, &[], &["--allow-host", "mcp.example.com"]);
+    assert_eq!(with_host(&l.addr, "mcp.example.com").status, 200);
+    assert_eq!(with_host(&l.addr, "other.example.com").status, 403);
+    // With one, the challenge names the metadata where clients reach it.
+    let l = Listening::with_clients(
+        OPS_POLICY,
+        &clients(&[], &[]),
+        TOKENS,
+        &["--public-url", "https://mcp.example.com/mcp"],
+    );
+    let refused = with_host(&l.addr, "internal:8080");
+    assert_eq!(refused.status, 401, "{refused:?}");
+    assert_eq!(
+        refused.header("www-authenticate"),
+        Some(
+            "Bearer resource_metadata=\"https://mcp.example.com/.well-known/oauth-protected-resource/mcp\""
+        )
+    );
+}
