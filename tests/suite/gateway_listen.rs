@@ -871,3 +871,20 @@ fn behind_a_proxy_the_host_and_the_public_url_are_given() {
         )
     );
 }
+
+#[test]
+fn a_forwarded_call_is_cut_off_at_the_call_timeout() {
+    let l = Listening::start("NoDefer(*)\n", "echo,hang", &[], &["--call-timeout", "0.5"]);
+    let started = Instant::now();
+    let r = stateless_call(&l.addr, &[], "fx__hang", json!({}));
+    assert!(is_error(&r), "{r}");
+    assert!(text(&r).contains("fx"), "{r}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    let mut s = Session::open(&l.addr);
+    assert!(is_error(&s.call("fx__hang", json!({}))));
+    assert!(!is_error(&s.call("fx__echo", json!({"text": "on"}))));
+}
