@@ -65,6 +65,9 @@ pub const MAX_BODY: usize = 16 << 20;
 const SESSION_HEADER: &str = "mcp-session-id";
 /// The 2026-07-28 revision names each request's method in a header.
 const METHOD_HEADER: &str = "mcp-method";
+const VERSION_HEADER: &str = "mcp-protocol-version";
+/// The first protocol revision without sessions.
+const FIRST_STATELESS: &str = "2026-07-28";
 
 /// A response body, as rmcp's answers have it.
 pub type Body = BoxBody<Bytes, Infallible>;
@@ -378,23 +381,27 @@ impl Listener {
             return response;
         }
         // A GET stream and a `subscriptions/listen` stay open for as long
-        // as the client wants them: they are not requests being served.
+        // as the client wants them: they count against the caller's share
+        // of streams, not of requests being served. (rmcp holds a
+        // 2026-07-28 request's `Mcp-Method` to its body; an older one's is
+        // not taken at its word.)
         let streaming = request.method() == Method::GET
-            || request
+            || (request
                 .headers()
                 .get(METHOD_HEADER)
-                .is_some_and(|m| m.as_bytes() == b"subscriptions/listen");
-        let permits = if streaming {
-            None
-        } else {
-            let key = match &caller.key {
-                Some(key) => key.to_string(),
-                None => format!("address:{}", remote.ip()),
-            };
-            match self.permits(&key) {
-                Ok(permits) => Some(permits),
-                Err(refusal) => return refusal.into_response(),
-            }
+                .is_some_and(|m| m.as_bytes() == b"subscriptions/listen")
+                && request
+                    .headers()
+                    .get(VERSION_HEADER)
+                    .and_then(|v| v.to_str().ok())
+                    .is_some_and(|v| v >= FIRST_STATELESS));
+        let key = match &caller.key {
+            Some(key) => key.to_string(),
+            None => format!("address:{}", remote.ip()),
+        };
+        let permits = match self.permits(&key, streaming) {
+            Ok(permits) => permits,
+            Err(refusal) => return refusal.into_response(),
         };
         let session = match request
             .headers()
@@ -429,9 +436,7 @@ impl Listener {
         {
             self.opened(id.into(), caller.key.clone());
         }
-        if permits.is_none() && session.is_none() {
-            return response;
-        }
+
         let held = (permits, session);
         response.map(|body| {
             body.map_frame(move |frame| {
@@ -529,8 +534,14 @@ impl Listener {
     }
 
     /// The caller's and the listener's share of requests in flight, or the
-    /// refusal: 429 for the caller's, 503 for the whole.
-    fn permits(&self, key: &str) -> Result<[OwnedSemaphorePermit; 2], Refusal> {
+    /// refusal: 429 for the caller's, 503 for the whole. A stream takes a
+    /// share of the caller's streams alone.
+    fn permits(&self, key: &str, stream: bool) -> Result<Vec<OwnedSemaphorePermit>, Refusal> {
+        let key = if stream {
+            format!("streams of {key}")
+        } else {
+            key.to_string()
+        };
         let mine = {
             let mut per_caller = lock(&self.per_caller);
             if per_caller.len() > 4096 {
@@ -538,7 +549,7 @@ impl Listener {
                 let full = self.options.max_concurrent_per_caller.max(1);
                 per_caller.retain(|_, s| s.available_permits() < full);
             }
-            Arc::clone(per_caller.entry(key.to_string()).or_insert_with(|| {
+            Arc::clone(per_caller.entry(key).or_insert_with(|| {
                 Arc::new(Semaphore::new(
                     self.options.max_concurrent_per_caller.max(1),
                 ))
@@ -552,14 +563,22 @@ impl Listener {
             refusal
         };
         let mine = mine.try_acquire_owned().map_err(|_| {
+            let what = if stream {
+                "streams are open"
+            } else {
+                "requests are being served"
+            };
             busy(
                 StatusCode::TOO_MANY_REQUESTS,
                 format!(
-                    "too many requests: {} of this caller's are being served; retry when one ends",
+                    "too many requests: {} of this caller's {what}; retry when one ends",
                     self.options.max_concurrent_per_caller
                 ),
             )
         })?;
+        if stream {
+            return Ok(vec![mine]);
+        }
         let all = Arc::clone(&self.all).try_acquire_owned().map_err(|_| {
             busy(
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -569,7 +588,7 @@ impl Listener {
                 ),
             )
         })?;
-        Ok([mine, all])
+        Ok(vec![mine, all])
     }
 
     /// A request enters session `id`: `None` when it is not open, or is

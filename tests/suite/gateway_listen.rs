@@ -888,3 +888,87 @@ fn a_forwarded_call_is_cut_off_at_the_call_timeout() {
     assert!(is_error(&s.call("fx__hang", json!({}))));
     assert!(!is_error(&s.call("fx__echo", json!({"text": "on"}))));
 }
+
+/// Opens a session's `GET` event stream and reads its status line; the
+/// stream stays open while the returned socket lives.
+fn open_stream(addr: &str, session: &str) -> (TcpStream, u16) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    let request = format!(
+        "GET /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\
+         Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    stream.set_read_timeout(Some(DEADLINE)).unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
+        head.push(byte[0]);
+    }
+    let status = String::from_utf8_lossy(&head)
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (stream, status)
+}
+
+#[test]
+fn open_streams_count_against_the_caller_s_streams_not_its_requests() {
+    let l = Listening::start(POLICY, TOOLS, &[], &["--max-concurrent-per-caller", "1"]);
+    let mut a = Session::open(&l.addr);
+    let b = Session::open(&l.addr);
+    let (_held, first) = open_stream(&l.addr, &a.id);
+    assert_eq!(first, 200);
+    let (_, second) = open_stream(&l.addr, &b.id);
+    assert_eq!(second, 429);
+    // Requests are served beside the open stream.
+    assert_eq!(a.list().len(), 3);
+}
+
+#[test]
+fn a_request_that_only_claims_to_be_a_stream_takes_a_request_s_share() {
+    let l = Listening::start(
+        "NoDefer(*)\n",
+        TOOLS,
+        &[("FIXTURE_SLOW_MS", "1500")],
+        &["--max-concurrent-per-caller", "1"],
+    );
+    let a = Session::open(&l.addr);
+    let (addr, id) = (l.addr.clone(), a.id.clone());
+    let slow = std::thread::spawn(move || {
+        let s = Session {
+            addr,
+            id,
+            next: 50,
+            extra: vec![],
+        };
+        let until = Instant::now() + DEADLINE;
+        loop {
+            let call = json!({"jsonrpc": "2.0", "id": 51, "method": "tools/call",
+                "params": {"name": "fx__slow", "arguments": {}}});
+            let answer = s.post(&call);
+            if answer.status == 200 || Instant::now() > until {
+                return answer.status;
+            }
+        }
+    });
+    // A 2025 request's `Mcp-Method` is nobody's check: claiming a stream
+    // there, it still waits its turn with the requests.
+    let headers = [
+        ("Mcp-Method", "subscriptions/listen"),
+        ("Mcp-Session-Id", a.id.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    let list = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}).to_string();
+    let until = Instant::now() + DEADLINE;
+    let refused = loop {
+        let answer = send(&l.addr, "POST", &headers, &list);
+        if answer.status != 200 {
+            break answer;
+        }
+        assert!(Instant::now() < until, "never refused");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(refused.status, 429, "{refused:?}");
+    assert_eq!(slow.join().unwrap(), 200);
+}
