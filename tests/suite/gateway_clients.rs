@@ -1191,3 +1191,43 @@ fn authenticate_can_run_on_any_thread_of_a_runtime() {
     let h = bearer("aaaaaaaaaaaaaaaa");
     assert!(runtime().block_on(send(clients.authenticate(&h))).is_ok());
 }
+
+#[test]
+fn the_gateway_refuses_a_bad_clients_file_before_serving_with_exit_2() {
+    let dir = temp_dir("clients-cli");
+    std::fs::write(dir.join("p.policy"), "Defer(*)\n").unwrap();
+    std::fs::write(dir.join("servers.json"), r#"{"mcpServers": {}}"#).unwrap();
+    std::fs::write(
+        dir.join("clients.json"),
+        r#"{"clients": {"alice": {"token": "in clear", "flag": []}}}"#,
+    )
+    .unwrap();
+    let out = std::process::Command::new(super::gateway_support::policy_bin())
+        .current_dir(&*dir)
+        .args([
+            "gateway",
+            "--policy",
+            "p.policy",
+            "--servers",
+            "servers.json",
+        ])
+        .args(["--listen", "127.0.0.1:0", "--clients", "clients.json"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("error: `clients.json` is not a valid clients file:\n"),
+        "{err}"
+    );
+    assert!(
+        err.contains("`clients.alice.flag`: unknown key `flag`\n  help: did you mean `flags`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("`clients.alice.token`: a token is never written in the file in clear"),
+        "{err}"
+    );
+    assert!(!err.contains("serving"), "{err}");
+}
