@@ -146,6 +146,32 @@ class Eras:
                 for client in (a, b):
                     self.assertFalse((await outcome(client, "everything__get-env", {}))[0])
 
+    async def test_a_mode_the_policy_does_not_declare_lists_and_calls_nothing(self):
+        from mcp.shared.exceptions import MCPError
+
+        key = Issuer("k1")
+        (self.work.path / "jwks.json").write_text(jwks(key))
+        args = clients_file(self.work.path, {"jwks_file": "jwks.json"})
+        servers = harness.real_servers(self.work.path, ["everything"])
+        with listening(self.work.path, servers, POLICY, args) as (url, _, _):
+            token = key.token("mallory", tp={"mode": "admin"})
+            with self.assertRaises((MCPError, RuntimeError, ExceptionGroup)) as refused:
+                async with http_client(url, self.era, bearer(token)) as client:
+                    await listed(client)
+            self.assertIn("no mode `admin`", str(refused.exception) + repr(refused.exception))
+            ok, text = await outcome_as(url, self.era, token, "everything__echo", {"message": "x"})
+            self.assertFalse(ok, text)
+
+
+async def outcome_as(url: str, era: str, token: str, name: str, arguments: dict):
+    """A call by a fresh client with `token`; a client that cannot even
+    start counts as refused."""
+    try:
+        async with http_client(url, era, bearer(token)) as client:
+            return await outcome(client, name, arguments)
+    except Exception as e:  # noqa: BLE001 (any failure is a refusal here)
+        return False, repr(e)
+
 
 class LegacyEra(Eras, Case):
     era = LEGACY
