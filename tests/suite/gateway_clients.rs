@@ -38,6 +38,14 @@ fn load_in(dir: &Path, file: &Value, vars: &[(&str, &str)]) -> Result<Clients, C
     Clients::load_with_env(&path, env(vars))
 }
 
+/// The problems of a clients file given as text (a JSON value cannot hold
+/// a key twice).
+fn load_in_text(dir: &Path, text: &str, vars: &[(&str, &str)]) -> ClientsError {
+    let path = dir.join("clients.json");
+    std::fs::write(&path, text).unwrap();
+    Clients::load_with_env(&path, env(vars)).unwrap_err()
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -248,6 +256,20 @@ fn every_error_in_the_file_is_refused_with_its_path() {
             "unknown key `audiance`",
         ),
     ];
+    let twice = load_in_text(
+        &dir,
+        r#"{"clients": {"a": {"token": "${ALICE}"}, "a": {"token": "${EMPTY:-x}"}}, "jwt": 1}"#,
+        &vars,
+    );
+    let paths: Vec<String> = twice.problems.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        paths,
+        [
+            "`clients.a`: client `a` is given twice",
+            "`clients.a.token`: a token is named by one environment variable alone, `${NAME}`, with no default or other text\n  help: put the token in an environment variable and write `\"token\": \"${NAME}\"`, or give its SHA-256 digest as `token_sha256`",
+            "`jwt`: expected an object"
+        ]
+    );
     for (file, path, message) in cases {
         let err = match load_in(&dir, &file, &vars) {
             Ok(_) => panic!("{file} was accepted"),
