@@ -598,5 +598,6 @@ class ModernEra(Eras, Case):
 if __name__ == "__main__":
     # The same servers and client over HTTP (`policy gateway --listen`).
     import test_listen
+    import test_listen_jwt
 
-    sys.exit(harness.main(sys.modules[__name__], test_listen))
+    sys.exit(harness.main(sys.modules[__name__], test_listen, test_listen_jwt))

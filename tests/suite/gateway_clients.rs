@@ -38,6 +38,14 @@ fn load_in(dir: &Path, file: &Value, vars: &[(&str, &str)]) -> Result<Clients, C
     Clients::load_with_env(&path, env(vars))
 }
 
+/// The problems of a clients file given as text (a JSON value cannot hold
+/// a key twice).
+fn load_in_text(dir: &Path, text: &str, vars: &[(&str, &str)]) -> ClientsError {
+    let path = dir.join("clients.json");
+    std::fs::write(&path, text).unwrap();
+    Clients::load_with_env(&path, env(vars)).unwrap_err()
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -248,6 +256,20 @@ fn every_error_in_the_file_is_refused_with_its_path() {
             "unknown key `audiance`",
         ),
     ];
+    let twice = load_in_text(
+        &dir,
+        r#"{"clients": {"a": {"token": "${ALICE}"}, "a": {"token": "${EMPTY:-x}"}}, "jwt": 1}"#,
+        &vars,
+    );
+    let paths: Vec<String> = twice.problems.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        paths,
+        [
+            "`clients.a`: client `a` is given twice",
+            "`clients.a.token`: a token is named by one environment variable alone, `${NAME}`, with no default or other text\n  help: put the token in an environment variable and write `\"token\": \"${NAME}\"`, or give its SHA-256 digest as `token_sha256`",
+            "`jwt`: expected an object"
+        ]
+    );
     for (file, path, message) in cases {
         let err = match load_in(&dir, &file, &vars) {
             Ok(_) => panic!("{file} was accepted"),
@@ -509,6 +531,21 @@ impl SigningKey {
         }
     }
 
+    /// The committed RSA test key, for `RS*` and `PS*`.
+    fn rsa(kid: &str, alg: Algorithm) -> SigningKey {
+        let pem = std::fs::read_to_string(super::cli::root().join("tests/data/jwt/rsa-2048.pem"))
+            .unwrap();
+        let body: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
+        let der = base64::engine::general_purpose::STANDARD
+            .decode(body)
+            .unwrap();
+        SigningKey {
+            key: EncodingKey::from_rsa_der(&der),
+            alg,
+            kid: kid.to_string(),
+        }
+    }
+
     /// The public key as a JWK, without `alg` unless `with_alg`.
     fn jwk(&self, with_alg: bool) -> Value {
         let mut jwk = Jwk::from_encoding_key(&self.key, self.alg).unwrap();
@@ -524,7 +561,11 @@ impl SigningKey {
     }
 
     fn sign_as(&self, claims: &Value, kid: Option<&str>) -> String {
-        let mut header = Header::new(self.alg);
+        self.sign_with(self.alg, claims, kid)
+    }
+
+    fn sign_with(&self, alg: Algorithm, claims: &Value, kid: Option<&str>) -> String {
+        let mut header = Header::new(alg);
         header.kid = kid.map(str::to_string);
         jsonwebtoken::encode(&header, claims, &self.key).unwrap()
     }
@@ -1190,4 +1231,108 @@ fn authenticate_can_run_on_any_thread_of_a_runtime() {
     .unwrap();
     let h = bearer("aaaaaaaaaaaaaaaa");
     assert!(runtime().block_on(send(clients.authenticate(&h))).is_ok());
+}
+
+#[test]
+fn the_gateway_refuses_a_bad_clients_file_before_serving_with_exit_2() {
+    let dir = temp_dir("clients-cli");
+    std::fs::write(dir.join("p.policy"), "Defer(*)\n").unwrap();
+    std::fs::write(dir.join("servers.json"), r#"{"mcpServers": {}}"#).unwrap();
+    std::fs::write(
+        dir.join("clients.json"),
+        r#"{"clients": {"alice": {"token": "in clear", "flag": []}}}"#,
+    )
+    .unwrap();
+    let out = std::process::Command::new(super::gateway_support::policy_bin())
+        .current_dir(&*dir)
+        .args([
+            "gateway",
+            "--policy",
+            "p.policy",
+            "--servers",
+            "servers.json",
+        ])
+        .args(["--listen", "127.0.0.1:0", "--clients", "clients.json"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("error: `clients.json` is not a valid clients file:\n"),
+        "{err}"
+    );
+    assert!(
+        err.contains("`clients.alice.flag`: unknown key `flag`\n  help: did you mean `flags`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("`clients.alice.token`: a token is never written in the file in clear"),
+        "{err}"
+    );
+    assert!(!err.contains("serving"), "{err}");
+}
+
+#[test]
+fn rsa_and_ed25519_keys_check_the_algorithms_of_their_type() {
+    let dir = temp_dir("clients-jwt-types");
+    let rt = runtime();
+    let rsa = SigningKey::rsa("rsa", Algorithm::RS256);
+    let rsa_pinned = SigningKey::rsa("rsa-rs256", Algorithm::RS256);
+    let pair = rcgen::KeyPair::generate_for(&rcgen::PKCS_ED25519).unwrap();
+    let ed = SigningKey {
+        key: EncodingKey::from_ed_der(&pair.serialize_der()),
+        alg: Algorithm::EdDSA,
+        kid: "ed".into(),
+    };
+    let ed_jwk = json!({"kty": "OKP", "crv": "Ed25519", "kid": "ed",
+                        "x": URL_SAFE_NO_PAD.encode(pair.public_key_raw())});
+    let clients = jwt_file(
+        &dir,
+        &jwks(&[rsa.jwk(false), rsa_pinned.jwk(true), ed_jwk]),
+        json!({}),
+    );
+    // An RSA key without `alg` checks every RSA algorithm...
+    for alg in [
+        Algorithm::RS256,
+        Algorithm::RS512,
+        Algorithm::PS256,
+        Algorithm::PS384,
+    ] {
+        let token = rsa.sign_with(alg, &claims("r"), Some("rsa"));
+        assert_eq!(
+            auth(&rt, &clients, &bearer(&token)).unwrap().name,
+            "r",
+            "{alg:?}"
+        );
+    }
+    // ...one with `alg` that one alone.
+    let rs = rsa_pinned.sign_with(Algorithm::RS256, &claims("p"), Some("rsa-rs256"));
+    assert_eq!(auth(&rt, &clients, &bearer(&rs)).unwrap().name, "p");
+    let ps = rsa_pinned.sign_with(Algorithm::PS256, &claims("p"), Some("rsa-rs256"));
+    let denied = assert_refused(auth(&rt, &clients, &bearer(&ps)), "PS256 with an RS256 key");
+    assert!(
+        denied
+            .reason()
+            .contains("PS256, which its key does not sign with"),
+        "{}",
+        denied.reason()
+    );
+    assert_eq!(
+        auth(&rt, &clients, &bearer(&ed.sign(&claims("e"))))
+            .unwrap()
+            .name,
+        "e"
+    );
+    // A key of one type never checks another type's algorithm.
+    let es = SigningKey::new("rsa", Algorithm::ES256).sign(&claims("x"));
+    assert_refused(
+        auth(&rt, &clients, &bearer(&es)),
+        "ES256 under an RSA key's kid",
+    );
+    let ed_as_rsa = ed.sign_as(&claims("x"), Some("rsa"));
+    assert_refused(
+        auth(&rt, &clients, &bearer(&ed_as_rsa)),
+        "EdDSA under an RSA key's kid",
+    );
 }

@@ -108,6 +108,7 @@ pub fn parse(
     };
     let mut errors = Vec::new();
     let mut out = Parsed::default();
+    given_twice(text, &mut errors);
     unknown_keys(
         top,
         &["clients", "jwt", "authorization_servers"],
@@ -154,6 +155,31 @@ pub fn parse(
         Ok(out)
     } else {
         Err(errors)
+    }
+}
+
+/// A client named twice: JSON keeps the last, and the first would be lost
+/// without a word.
+fn given_twice(text: &str, errors: &mut Vec<Problem>) {
+    #[derive(serde::Deserialize)]
+    struct Top {
+        clients: Option<super::super::servers::Ordered>,
+    }
+    let Ok(Top {
+        clients: Some(clients),
+    }) = serde_json::from_str::<Top>(crate::input::strip_bom(text))
+    else {
+        return;
+    };
+    let mut seen = std::collections::HashSet::new();
+    for (name, _) in &clients.0 {
+        if !seen.insert(name) {
+            let shown = crate::chars::escape(name);
+            errors.push(problem(
+                at("clients", name),
+                format!("client `{shown}` is given twice"),
+            ));
+        }
     }
 }
 
