@@ -17,9 +17,13 @@ mod gateway;
 #[cfg(feature = "gateway")]
 mod gateway_audit;
 #[cfg(feature = "gateway")]
+mod gateway_clients;
+#[cfg(feature = "gateway")]
 mod gateway_flags;
 #[cfg(feature = "gateway")]
 mod gateway_http;
+#[cfg(feature = "gateway")]
+mod gateway_listen;
 #[cfg(feature = "gateway")]
 mod gateway_memory;
 #[cfg(feature = "gateway")]
