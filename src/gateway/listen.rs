@@ -57,6 +57,8 @@ use super::connection::{self, Connection};
 
 /// Where MCP is served.
 pub const MCP_PATH: &str = "/mcp";
+/// Where the metrics are served, when the gateway counts them.
+pub const METRICS_PATH: &str = "/metrics";
 /// Where the protected-resource metadata (RFC 9728) is served.
 pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 /// The most bytes one request body may hold: MCP's message limit.
@@ -250,6 +252,13 @@ impl Callers {
 /// page): given the request's head, its answer, or `None` to pass.
 pub type Route = Arc<dyn Fn(&http::request::Parts) -> Option<Response<Body>> + Send + Sync>;
 
+/// What `/metrics` serves: given the open sessions, the exposition text
+/// and its content type.
+#[derive(Clone)]
+pub struct MetricsPage {
+    pub render: Arc<dyn Fn(usize) -> (String, &'static str) + Send + Sync>,
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -287,6 +296,9 @@ pub struct Listener {
     all: Arc<Semaphore>,
     per_caller: Mutex<HashMap<String, Arc<Semaphore>>>,
     routes: Mutex<Vec<Route>>,
+    /// The page `/metrics` serves (the exposition text and its content
+    /// type), when the gateway counts its events.
+    metrics: Mutex<Option<MetricsPage>>,
     /// Set at shutdown: requests from then on are refused.
     closing: std::sync::atomic::AtomicBool,
 }
@@ -319,6 +331,7 @@ impl Listener {
             sessions: Mutex::new(HashMap::new()),
             per_caller: Mutex::new(HashMap::new()),
             routes: Mutex::new(Vec::new()),
+            metrics: Mutex::new(None),
             closing: std::sync::atomic::AtomicBool::new(false),
         })
     }
@@ -327,6 +340,12 @@ impl Listener {
     /// protected-resource metadata and before the 404 (a `/metrics` page).
     pub fn route(&self, route: Route) {
         lock(&self.routes).push(route);
+    }
+
+    /// Serves `page` at `/metrics`, under the same checks as `/mcp`: the
+    /// `Host` and `Origin` rules, and a credential where callers have one.
+    pub fn serve_metrics(&self, page: MetricsPage) {
+        *lock(&self.metrics) = Some(page);
     }
 
     /// How many sessions are open.
@@ -351,9 +370,14 @@ impl Listener {
             );
         }
         let path = request.uri().path();
-        if path != MCP_PATH {
-            return self.elsewhere(request);
-        }
+        let metrics = match path {
+            MCP_PATH => None,
+            METRICS_PATH => match lock(&self.metrics).clone() {
+                Some(page) => Some(page),
+                None => return self.elsewhere(request),
+            },
+            _ => return self.elsewhere(request),
+        };
         if let Err(refusal) = self.check_host(request.headers()) {
             return refusal.into_response();
         }
@@ -364,6 +388,9 @@ impl Listener {
             Ok(caller) => caller,
             Err(refusal) => return refusal.into_response(),
         };
+        if let Some(page) = metrics {
+            return self.metrics_page(&page, request.method());
+        }
         if let Some(len) = declared_length(request.headers())
             && len > self.options.max_body as u64
         {
@@ -445,6 +472,27 @@ impl Listener {
             })
             .boxed()
         })
+    }
+
+    /// `/metrics`: the counts as a scrape reads them, the open sessions
+    /// as the listener counts them.
+    fn metrics_page(&self, page: &MetricsPage, method: &Method) -> Response<Body> {
+        if method != Method::GET && method != Method::HEAD {
+            let mut response = plain(
+                StatusCode::METHOD_NOT_ALLOWED,
+                format!("method not allowed: `{METRICS_PATH}` answers GET"),
+            );
+            response
+                .headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+            return response;
+        }
+        let (text, content_type) = (page.render)(self.sessions());
+        let mut response = Response::new(Full::new(Bytes::from(text)).boxed());
+        if let Ok(value) = HeaderValue::from_str(content_type) {
+            response.headers_mut().insert(header::CONTENT_TYPE, value);
+        }
+        response
     }
 
     /// A request for another path than `/mcp`.

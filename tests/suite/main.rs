@@ -41,6 +41,7 @@ mod gateway_urls;
 mod golden;
 mod linear;
 mod long_names;
+#[cfg(feature = "gateway")]
 mod metrics;
 mod newcomer;
 mod output;

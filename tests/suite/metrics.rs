@@ -184,3 +184,132 @@ fn a_sessions_events_are_counted_and_parse_as_prometheus_text() {
         Some(0.0)
     );
 }
+
+// ---------------------------------------------------------------------------
+// `/metrics` on the gateway's listener, scraped during a run against the
+// MCP fixture
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+
+use serde_json::json;
+
+use super::gateway_listen::{Listening, Session};
+use super::gateway_support::{is_error, text};
+
+/// `METHOD /metrics` over raw HTTP/1.1: the status, the content type and
+/// the body. Every read has a deadline.
+fn scrape_http(addr: &str, method: &str, headers: &[(&str, &str)]) -> (u16, String, String) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    let mut head = format!("{method} /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let raw = String::from_utf8(raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    let content_type = head
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("content-type")
+                .then(|| v.trim().to_string())
+        })
+        .unwrap_or_default();
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        let mut out = String::new();
+        let mut rest = body;
+        while let Some((size, after)) = rest.split_once("\r\n") {
+            let n = usize::from_str_radix(size.trim(), 16).unwrap();
+            if n == 0 {
+                break;
+            }
+            out.push_str(&after[..n]);
+            rest = &after[n + 2..];
+        }
+        out
+    } else {
+        body.to_string()
+    };
+    (status, content_type, body)
+}
+
+const LISTEN_POLICY: &str = "\
+guard fx__echo
+Hide(fx__secret)
+Defer(*)
+";
+
+#[test]
+fn the_listener_serves_metrics_that_a_scrape_reads() {
+    let l = Listening::start(LISTEN_POLICY, "echo,secret,pid,slow", &[], &[]);
+    let mut a = Session::open(&l.addr);
+    let _b = Session::open(&l.addr);
+    let found = a.call("tool_search", json!({"query": "", "names": ["fx__pid"]}));
+    assert!(text(&found).contains("fx__pid"), "{found}");
+    let found = a.call("tool_search", json!({"query": "play some jazz on spotify"}));
+    assert!(!is_error(&found), "{found}");
+    for _ in 0..2 {
+        let pid = a.call("call_tool", json!({"name": "fx__pid"}));
+        assert!(!is_error(&pid), "{pid}");
+    }
+    let refused = a.call("call_tool", json!({"name": "fx__secret"}));
+    assert!(is_error(&refused), "{refused}");
+
+    let (status, content_type, body) = scrape_http(&l.addr, "GET", &[]);
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        content_type.starts_with("application/openmetrics-text"),
+        "{content_type}"
+    );
+    assert!(body.ends_with("# EOF\n"), "{body}");
+    let s = scrape(&body);
+    let v = |name: &str, labels: &[(&str, &str)]| {
+        value(&s, name, labels).unwrap_or_else(|| panic!("no {name} {labels:?} in\n{body}"))
+    };
+    assert_eq!(v("toolpolicy_calls_total", &[("outcome", "allowed")]), 2.0);
+    assert_eq!(
+        v("toolpolicy_calls_total", &[("outcome", "not_found")]),
+        1.0
+    );
+    assert_eq!(v("toolpolicy_refusals_total", &[("cause", "hide")]), 1.0);
+    assert_eq!(v("toolpolicy_searches_total", &[]), 2.0);
+    assert_eq!(v("toolpolicy_empty_searches_total", &[]), 1.0);
+    assert_eq!(v("toolpolicy_open_sessions", &[]), 2.0);
+    assert_eq!(
+        v(
+            "toolpolicy_call_duration_seconds_count",
+            &[("server", "fx")]
+        ),
+        2.0
+    );
+    // Another method is refused; another path is not this page.
+    assert_eq!(scrape_http(&l.addr, "POST", &[]).0, 405);
+}
+
+#[test]
+fn with_a_clients_file_metrics_ask_for_a_credential_as_mcp_does() {
+    let clients = json!({"clients": {"ops": {"token": "${OPS_TOKEN}"}}});
+    let token = "ops-token-0123456789abcdef";
+    let l = Listening::with_clients(LISTEN_POLICY, &clients, &[("OPS_TOKEN", token)], &[]);
+    let (status, _, body) = scrape_http(&l.addr, "GET", &[]);
+    assert_eq!(status, 401, "{body}");
+    let auth = format!("Bearer {token}");
+    let (status, _, body) = scrape_http(&l.addr, "GET", &[("Authorization", &auth)]);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        value(&scrape(&body), "toolpolicy_searches_total", &[]),
+        Some(0.0),
+        "{body}"
+    );
+}

@@ -170,6 +170,8 @@ struct Listening {
     options: gateway::listen::ListenOptions,
     clients: Option<gateway::clients::Clients>,
     public_url: Option<String>,
+    /// The counts `/metrics` serves.
+    metrics: Option<gateway::listen::MetricsPage>,
 }
 
 /// The command line's context.
@@ -329,6 +331,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                 options,
                 clients,
                 public_url: args.listen.public_url.clone(),
+                metrics: None,
             })
         }
         _ => None,
@@ -342,13 +345,34 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     } else {
         args.audit.open()
     };
+    let mut listening = listening;
+    // The listener counts the events for `/metrics` beside the log.
+    let metrics = listening
+        .as_ref()
+        .map(|_| Arc::new(toolpolicy::audit::metrics::Metrics::new()));
+    if let (Some(listening), Some(metrics)) = (&mut listening, &metrics) {
+        let (metrics, log) = (Arc::clone(metrics), audit.clone());
+        listening.metrics = Some(gateway::listen::MetricsPage {
+            render: Arc::new(move |open| {
+                metrics.set_open_sessions(open);
+                if let Some(log) = &log {
+                    metrics.set_dropped(log.dropped());
+                }
+                (metrics.render(), toolpolicy::audit::metrics::CONTENT_TYPE)
+            }),
+        });
+    }
+    let hook = toolpolicy::audit::metrics::both(
+        audit.as_ref().map(|l| l.hook()),
+        metrics.as_ref().map(|m| m.hook()),
+    );
     let served = runtime.block_on(serve(
         options,
         policy,
         servers,
         args.dry_run,
         args.format,
-        audit.as_ref().map(|l| l.hook()),
+        hook,
         listening,
     ));
     if let Some(audit) = &audit {
@@ -478,6 +502,7 @@ async fn serve_http(
         options,
         clients,
         public_url,
+        metrics,
     } = listening;
     let mut tasks = tokio::task::JoinSet::new();
     let callers = match clients {
@@ -510,6 +535,9 @@ async fn serve_http(
         }
     };
     let listener = gateway::listen::Listener::new(Arc::clone(&gw), options, callers);
+    if let Some(page) = metrics {
+        listener.serve_metrics(page);
+    }
     for socket in sockets {
         let socket = match tokio::net::TcpListener::from_std(socket) {
             Ok(socket) => socket,
