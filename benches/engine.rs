@@ -8,7 +8,8 @@
 
 use std::cell::{Cell, LazyCell};
 use std::hint::black_box;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group};
@@ -489,7 +490,68 @@ fn plan(c: &mut Criterion, base: &[Tool]) {
         // The next turn: nothing changed since the last plan.
         b.iter(|| black_box(session.plan(engine).expect("plan")))
     });
+    // The same with an audit subscriber: each plan builds a `list` event
+    // (the declared names, the tokens) and hands it to a hook that counts.
+    g.bench_function("cached_audited/10000", |b| {
+        ran("plan/cached_audited/10000");
+        let engine: &Engine = &large;
+        let mut session = engine.session(plan_context()).expect("context");
+        let (hook, seen) = counting_hook();
+        session.set_audit(Some(hook), "bench");
+        session
+            .search(engine, "take a screenshot of the page", &[] as &[&str])
+            .expect("search");
+        b.iter(|| black_box(session.plan(engine).expect("plan")));
+        assert!(seen.load(Ordering::Relaxed) > 0, "the hook saw the plans");
+    });
     g.finish();
+
+    // A direct call: the decision for one tool, through the session, as a
+    // front end asks it on every call; without and with a subscriber (a
+    // refused call's `call` event, with the rule that decided).
+    let mut g = c.benchmark_group("call");
+    for audited in [false, true] {
+        let id = if audited { "audited/10000" } else { "10000" };
+        g.bench_function(id, |b| {
+            ran(&format!("call/{id}"));
+            let engine: &Engine = &large;
+            let mut session = engine.session(plan_context()).expect("context");
+            let (hook, seen) = counting_hook();
+            if audited {
+                session.set_audit(Some(hook), "bench");
+            }
+            let deferred: Vec<String> = session
+                .plan(engine)
+                .expect("plan")
+                .deferred()
+                .take(64)
+                .map(|t| t.name.clone())
+                .collect();
+            assert!(!deferred.is_empty(), "the policy defers tools");
+            let mut k = 0usize;
+            b.iter(|| {
+                k += 1;
+                black_box(
+                    session
+                        .call(engine, &deferred[k % deferred.len()])
+                        .expect("call"),
+                )
+            });
+            assert_eq!(seen.load(Ordering::Relaxed) > 0, audited);
+        });
+    }
+    g.finish();
+}
+
+/// An audit hook that only counts the events it is given.
+fn counting_hook() -> (toolpolicy::audit::AuditHook, Arc<AtomicU64>) {
+    let seen = Arc::new(AtomicU64::new(0));
+    let count = Arc::clone(&seen);
+    let hook: toolpolicy::audit::AuditHook = Arc::new(move |e: &toolpolicy::audit::Event| {
+        black_box(e);
+        count.fetch_add(1, Ordering::Relaxed);
+    });
+    (hook, seen)
 }
 
 /// A 1,000-step chat as a replay file: prompts, searches, loads, calls with
@@ -662,7 +724,7 @@ fn ran(id: &str) {
 }
 
 /// Every bench ID with its budget (median, nanoseconds), in the order of docs/performance.md.
-const BUDGETS: [(&str, Option<f64>); 15] = [
+const BUDGETS: [(&str, Option<f64>); 18] = [
     ("decide/table/1000", Some(50.0)),
     ("decide/unseen/1000", Some(5_000.0)),
     ("decide/reference/1000", None),
@@ -674,6 +736,9 @@ const BUDGETS: [(&str, Option<f64>); 15] = [
     ("plan/100", Some(20e3)),
     ("plan/10000", Some(1e6)),
     ("plan/cached/10000", Some(20e3)),
+    ("plan/cached_audited/10000", None),
+    ("call/10000", None),
+    ("call/audited/10000", None),
     ("search/261", Some(50e3)),
     ("search/10000", Some(500e3)),
     ("search/without_hidden/10000", None),

@@ -32,7 +32,7 @@
 
 import { createRequire } from 'node:module';
 import { lstatSync, mkdirSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { policyFromLazyTools } from './convert.js';
@@ -203,12 +203,36 @@ export function resumable(data, mode) {
   return { state: { context: { mode: savedMode ?? mode ?? null }, evidence }, ignored };
 }
 
+/** The flags the extension adds to pi's command line. */
+export const AUDIT_FLAG = 'tools-audit';
+export const AUDIT_NO_QUERIES_FLAG = 'tools-audit-no-queries';
+
 /**
- * The extension, configured: `policy` (text) or `policyPath`, and `mode`
- * (else `PI_TOOLS_MODE`, else the policy's first mode).
+ * The audit log to append to, if any: the `audit` option, else pi's
+ * `--tools-audit FILE` flag, else `PI_TOOLS_AUDIT`; a relative path is
+ * taken from pi's working folder. Queries are left out with the
+ * `auditNoQueries` option, the `--tools-audit-no-queries` flag or
+ * `PI_TOOLS_AUDIT_NO_QUERIES=1`.
+ */
+export function auditOptions(cwd, options = {}, flag = () => undefined) {
+  const named = [options.audit, flag(AUDIT_FLAG), process.env.PI_TOOLS_AUDIT].find(
+    (v) => typeof v === 'string' && v !== '',
+  );
+  if (named === undefined) return {};
+  const noQueries =
+    options.auditNoQueries === true || flag(AUDIT_NO_QUERIES_FLAG) === true || process.env.PI_TOOLS_AUDIT_NO_QUERIES === '1';
+  return { audit: isAbsolute(named) ? named : join(cwd, named), auditNoQueries: noQueries };
+}
+
+/**
+ * The extension, configured: `policy` (text) or `policyPath`, `mode`
+ * (else `PI_TOOLS_MODE`, else the policy's first mode), and `audit` (an
+ * audit log to append to) with `auditNoQueries`.
  */
 export function createExtension(options = {}) {
   return function toolPolicy(pi) {
+    pi.registerFlag?.(AUDIT_FLAG, { description: 'Append a toolpolicy audit log (JSON Lines) to this file', type: 'string' });
+    pi.registerFlag?.(AUDIT_NO_QUERIES_FLAG, { description: 'Leave search queries out of the toolpolicy audit log', type: 'boolean' });
     let engine = null;
     let chat = null;
     /** The engine's own tools this extension registered, by name. */
@@ -244,7 +268,12 @@ export function createExtension(options = {}) {
       if (policy.project && !marked) pi.appendEntry(POLICY_ENTRY, { file: PROJECT_POLICY });
       let tools = registryTools();
       // A `lock` the policy names is read from the policy's folder.
-      engine = new Engine(policy.text, tools, { file: policy.file, ...(policy.dir ? { dir: policy.dir } : {}) });
+      const audit = auditOptions(ctx?.cwd ?? process.cwd(), options, (name) => pi.getFlag?.(name));
+      engine?.flushAudit(1000);
+      engine = new Engine(policy.text, tools, { file: policy.file, ...(policy.dir ? { dir: policy.dir } : {}), ...audit });
+      if (audit.audit && !engine.auditing) {
+        ctx?.ui?.notify?.(`toolpolicy: cannot open the audit log \`${audit.audit}\`; going on without one`, 'warning');
+      }
       const mode = options.mode ?? process.env.PI_TOOLS_MODE ?? engine.modes[0];
       const data = savedState(entries);
       chat = null;
@@ -415,6 +444,11 @@ export function createExtension(options = {}) {
       chat.recordResult(event.toolName, event.isError ? 'error' : 'ok');
       save();
       return undefined;
+    });
+
+    pi.on('session_shutdown', () => {
+      // What the log has queued is written before pi goes.
+      engine?.flushAudit(2000);
     });
 
     pi.on('session_compact', () => {

@@ -12,6 +12,8 @@
 //! Arguments and results of calls never reach an event: the library never
 //! sees them.
 
+#[cfg(feature = "metrics")]
+pub mod metrics;
 #[cfg(feature = "audit-log")]
 pub mod writer;
 

@@ -44,6 +44,9 @@ pub struct Connection {
     listed: Mutex<Option<(u64, Arc<Vec<McpTool>>)>>,
     /// Whether the fall-back to call-through was reported already.
     fell_back: AtomicBool,
+    /// A request that belongs to no session (over HTTP): calls are decided
+    /// without memory and nothing outlives the request.
+    stateless: bool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -65,7 +68,40 @@ impl Connection {
             session: Mutex::new(session),
             listed: Mutex::new(None),
             fell_back: AtomicBool::new(false),
+            stateless: false,
         })
+    }
+
+    /// One request that belongs to no session, in `ctx` (SPEC 5.2): its
+    /// list is the context's first turn plus the call-through tool, a search
+    /// returns schemas but activates nothing beyond the request, and a call
+    /// reaches any tool the context does not hide. Made per request and
+    /// dropped with it.
+    pub fn stateless(gateway: Arc<Gateway>, ctx: Context) -> Result<Connection, String> {
+        let mut connection = Connection::new(gateway, ctx)?;
+        connection.stateless = true;
+        Ok(connection)
+    }
+
+    /// The context this connection's session runs in.
+    pub fn context(&self) -> Context {
+        lock(&self.session).context().clone()
+    }
+
+    /// Moves the session to `ctx` when it differs (a caller's context that
+    /// a reload of the clients file changed), as a mode switch does; on a
+    /// context the policy refuses the session keeps its own.
+    pub fn set_context(&self, ctx: Context) -> Result<(), String> {
+        let mut session = lock(&self.session);
+        if *session.context() == ctx {
+            return Ok(());
+        }
+        session
+            .set_context(&self.gateway.engine, ctx)
+            .map_err(|e| e.to_string())?;
+        drop(session);
+        *lock(&self.listed) = None;
+        Ok(())
     }
 
     /// Names the caller in this connection's audit events: for a front end
@@ -76,6 +112,11 @@ impl Connection {
 
     /// The exposure this connection serves on `version`.
     fn exposure(&self, version: Option<&ProtocolVersion>) -> Exposure {
+        if self.stateless {
+            // Nothing a request activates outlives it: there is nothing to
+            // append to a list.
+            return Exposure::Call;
+        }
         match self.gateway.options.exposure {
             Exposure::ListChanged if !notifies(version) => {
                 if !self.fell_back.swap(true, Ordering::Relaxed) {
@@ -226,7 +267,11 @@ impl Connection {
         peer: &Peer<RoleServer>,
     ) -> CallToolResult {
         let engine = &self.gateway.engine;
-        let outcome = lock(&self.session).call(engine, name);
+        let outcome = if self.stateless {
+            lock(&self.session).call_without_memory(engine, name)
+        } else {
+            lock(&self.session).call(engine, name)
+        };
         let outcome = match outcome {
             Ok(o) => o,
             Err(e) => return error_result(e.to_string()),
@@ -310,18 +355,47 @@ fn bridge(mut result: CallToolResult, version: Option<&ProtocolVersion>) -> Call
     result
 }
 
+/// What the gateway says of itself at `initialize` and `server/discover`.
+pub fn server_info() -> ServerConfig {
+    ServerConfig::new(
+        ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build(),
+    )
+    .with_server_info(Implementation::new(
+        "toolpolicy-gateway",
+        env!("CARGO_PKG_VERSION"),
+    ))
+}
+
+/// The subscription filter the gateway accepts: only the tool list changes.
+pub fn subscription_filter(requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+    (requested.tools_list_changed == Some(true))
+        .then(|| SubscriptionFilter::builder().tools_list_changed().build())
+}
+
+/// A `subscriptions/listen` stream: one `notifications/tools/list_changed`
+/// at every policy or registry reload (never as a side effect of a
+/// request), until the client cancels it.
+pub async fn listen_for_reloads(gateway: &Gateway, context: SubscriptionContext) {
+    let mut generation = gateway.generation();
+    generation.borrow_and_update();
+    loop {
+        tokio::select! {
+            _ = context.cancelled() => return,
+            changed = generation.changed() => {
+                if changed.is_err() || context.sink().notify_tool_list_changed().await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
 impl ServerHandler for Connection {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .build(),
-        )
-        .with_server_info(Implementation::new(
-            "toolpolicy-gateway",
-            env!("CARGO_PKG_VERSION"),
-        ))
+        server_info()
     }
 
     async fn list_tools(
@@ -344,26 +418,13 @@ impl ServerHandler for Connection {
         &self,
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        (requested.tools_list_changed == Some(true))
-            .then(|| SubscriptionFilter::builder().tools_list_changed().build())
+        subscription_filter(requested)
     }
 
-    /// The stream: one `notifications/tools/list_changed` at every policy or
-    /// registry reload (never as a side effect of a request), until the
-    /// client cancels it.
+    /// See [`listen_for_reloads`].
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
-        let mut generation = self.gateway.generation();
-        generation.borrow_and_update();
-        loop {
-            tokio::select! {
-                _ = context.cancelled() => return Ok(()),
-                changed = generation.changed() => {
-                    if changed.is_err() || context.sink().notify_tool_list_changed().await.is_err() {
-                        return Ok(());
-                    }
-                }
-            }
-        }
+        listen_for_reloads(&self.gateway, context).await;
+        Ok(())
     }
 
     async fn call_tool(

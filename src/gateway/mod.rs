@@ -21,9 +21,11 @@ macro_rules! log {
 
 pub mod catalog;
 pub mod child;
+pub mod clients;
 pub mod connection;
 pub mod dry_run;
 pub mod expand;
+pub mod listen;
 pub mod log;
 mod messages;
 pub mod origin;

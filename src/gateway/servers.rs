@@ -101,7 +101,7 @@ pub struct ServersFile {
 /// An object's entries in document order: `serde_json`'s map sorts its keys
 /// unless a crate-wide feature says otherwise, and the registry's order is
 /// the file's order.
-struct Ordered(Vec<(String, Value)>);
+pub(crate) struct Ordered(pub(crate) Vec<(String, Value)>);
 
 impl<'de> Deserialize<'de> for Ordered {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

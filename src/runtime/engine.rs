@@ -323,9 +323,12 @@ pub struct Engine {
     reload: Mutex<()>,
     /// The audit subscriber new sessions take, and reload events go to.
     audit: RwLock<Option<AuditHook>>,
-    /// Sessions made with a subscriber, for their names.
-    audited: AtomicU64,
 }
+
+/// Sessions made with a subscriber in this process, by every engine: their
+/// names (`PID-N`) stay apart when several engines write to one log (a
+/// host that builds a new engine on each reload of its settings).
+static AUDITED: AtomicU64 = AtomicU64::new(0);
 
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -349,7 +352,6 @@ impl Engine {
             current: RwLock::new(Arc::new(snapshot)),
             reload: Mutex::new(()),
             audit: RwLock::new(None),
-            audited: AtomicU64::new(0),
         }
     }
 
@@ -379,7 +381,7 @@ impl Engine {
 
     fn audited_session(&self, mut session: Session) -> Session {
         if let Some(hook) = self.audit_hook() {
-            let n = self.audited.fetch_add(1, Ordering::Relaxed) + 1;
+            let n = AUDITED.fetch_add(1, Ordering::Relaxed) + 1;
             session.set_audit(Some(hook), &format!("{:x}-{n}", std::process::id()));
         }
         session

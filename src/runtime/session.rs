@@ -562,12 +562,43 @@ impl Session {
     /// which one search or load cannot. The not-found result is never evidence.
     pub fn call(&mut self, engine: &Engine, tool: &str) -> Result<CallOutcome, ContextError> {
         let outcome = self.decide_call(engine, tool)?;
+        Ok(self.audit_call(engine, tool, outcome))
+    }
+
+    /// A call decided without memory, for a front end serving requests that
+    /// belong to no session (SPEC 5.2): any tool the context does not hide
+    /// may run, deferred or not; deferral shapes the list, the hidden set is
+    /// the boundary. Nothing is activated; the audit log sees the call as
+    /// [`Session::call`] writes it.
+    pub fn call_without_memory(
+        &mut self,
+        engine: &Engine,
+        tool: &str,
+    ) -> Result<CallOutcome, ContextError> {
+        let (snap, base) = self.prepare(engine)?;
+        let allowed = snap
+            .registry()
+            .index_of(tool)
+            .is_some_and(|i| base.state(i as u32) != ToolState::Hidden);
+        let outcome = if allowed {
+            CallOutcome::Allowed
+        } else {
+            CallOutcome::NotFound {
+                declared_next_step: false,
+            }
+        };
+        Ok(self.audit_call(engine, tool, outcome))
+    }
+
+    /// Writes a decided call's audit event (an allowed one waits for its
+    /// result), and hands the outcome back.
+    fn audit_call(&mut self, engine: &Engine, tool: &str, outcome: CallOutcome) -> CallOutcome {
         if self.audit.is_some() {
             let cause = self.cause_of(&engine.snapshot(), tool);
             match outcome {
                 CallOutcome::Allowed => {
                     let Some(a) = &mut self.audit else {
-                        return Ok(outcome);
+                        return outcome;
                     };
                     let oldest = (a.pending.len() >= PENDING_LIMIT).then(|| a.pending.remove(0));
                     a.pending.push((tool.to_string(), cause));
@@ -587,7 +618,7 @@ impl Session {
                 }),
             }
         }
-        Ok(outcome)
+        outcome
     }
 
     fn decide_call(&mut self, engine: &Engine, tool: &str) -> Result<CallOutcome, ContextError> {

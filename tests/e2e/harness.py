@@ -247,8 +247,8 @@ class WorkDir:
         shutil.rmtree(self.path, ignore_errors=True)
 
 
-def main(module) -> int:
-    """Runs a test module's cases (`-k PATTERN` picks some), and closes with
+def main(*modules) -> int:
+    """Runs test modules' cases (`-k PATTERN` picks some), and closes with
     one `N passed, N failed, N skipped` line; non-zero exit on a failure."""
     import argparse
     import faulthandler
@@ -262,7 +262,7 @@ def main(module) -> int:
     options = parser.parse_args()
     loader = unittest.TestLoader()
     loader.testNamePatterns = [f"*{k}*" for k in options.k] or None
-    suite = loader.loadTestsFromModule(module)
+    suite = unittest.TestSuite(loader.loadTestsFromModule(m) for m in modules)
     result = unittest.TextTestRunner(verbosity=1 if options.q else 2).run(suite)
     failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
     skipped = len(result.skipped)

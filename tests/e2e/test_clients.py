@@ -38,6 +38,7 @@ Run with the venv tests/e2e/install made (tests/e2e/run-clients does all):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pathlib
@@ -86,6 +87,23 @@ def readme_block(heading: str, lang: str) -> str:
         raise AssertionError(f"docs/gateway.md: no ```{lang} block after {heading!r}")
     return match.group(1)
 
+
+
+def http_block(lang: str) -> str:
+    """The first fenced `lang` block of docs/gateway.md's "An HTTP entry in
+    a client" (the gateway served with `--listen`)."""
+    text = (ROOT / "docs" / "gateway.md").read_text()
+    start = text.index("### An HTTP entry in a client")
+    match = re.compile(rf"```{lang}\n(.*?)```", re.S).search(text, start)
+    if match is None:
+        raise AssertionError(f"docs/gateway.md: no ```{lang} block for an HTTP entry")
+    return match.group(1)
+
+
+# The URL the HTTP snippets name, replaced by the test's gateway.
+DOCS_URL = "https://mcp.example.com/mcp"
+# A team member's token, in the environment as the snippets expect.
+TEAM_TOKEN = "team-token-0123456789abcdef"
 
 
 def readme_modes_block(contains: str, lang: str) -> str:
@@ -204,6 +222,23 @@ class ClientCase(unittest.TestCase):
         (self.bin / "policy").symlink_to(harness.policy_binary().resolve())
         self.project = self.work.path / "project"
         self.project.mkdir()
+
+    @contextlib.contextmanager
+    def listening(self):
+        """`policy gateway --listen` on the page's policy and servers, with a
+        clients file that names one caller by `${TOOLPOLICY_TOKEN}`; yields
+        its URL and stops it afterwards."""
+        from test_listen import listening
+
+        config = self.home / ".config" / "toolpolicy"
+        work = self.work.path / "http"
+        work.mkdir()
+        clients = work / "clients.json"
+        clients.write_text(json.dumps({"clients": {"team": {"token": "${TOOLPOLICY_TOKEN}"}}}))
+        servers = json.loads((config / "servers.json").read_text())["mcpServers"]
+        with listening(work, servers, POLICY, args=["--clients", str(clients)],
+                       env={"TOOLPOLICY_TOKEN": TEAM_TOKEN}) as (url, _, _):
+            yield url
 
     def assert_finished(self, run: subprocess.CompletedProcess[str], model: ModelServer) -> None:
         """The client exited cleanly with the scripted model's last words,
@@ -386,6 +421,33 @@ class ClaudeCode(ClientCase):
             self.assert_hidden_never_sent(model, turns[1:], "messages")
         self.assert_no_gateway_left()
 
+    def test_claude_code_over_http_with_a_bearer_header(self) -> None:
+        """docs/gateway.md's `claude mcp add --transport http` line, against
+        `policy gateway --listen --clients`: the entry connects with its
+        bearer header, and the agent is served as on standard input."""
+        with self.listening() as url, ModelServer(self.script) as model:
+            env = self.env(model, ENABLE_TOOL_SEARCH="false", TOOLPOLICY_TOKEN=TEAM_TOKEN)
+            snippet = http_block("sh")
+            self.assertIn(DOCS_URL, snippet)
+            added = run_client(["bash", "-c", snippet.replace(DOCS_URL, url)], env, self.project)
+            self.assertEqual(added.returncode, 0, added.stderr)
+            listed = run_client(["claude", "mcp", "list"], env, self.project)
+            self.assertRegex(listed.stdout, r"tools: http://\S+ \(HTTP\).*✔ Connected",
+                             listed.stdout + listed.stderr)
+            prompt = "Write the test entity into the knowledge graph."
+            run = run_client(
+                ["claude", "-p", prompt, "--allowedTools", "mcp__tools"], env, self.project
+            )
+            self.assert_finished(run, model)
+            self.assert_served_as_listed(
+                model,
+                self.agent_turns(model),
+                self.gateway_tools,
+                lambda history: claude_results(history, self.prefix),
+                "messages",
+            )
+        self.assert_no_gateway_left()
+
     def test_claude_code_one_entry_per_mode_from_the_readme(self) -> None:
         """The README's `claude mcp add` lines, one per mode, each connect;
         an entry without `--mode` on the same policy is what the README says
@@ -505,15 +567,21 @@ class Codex(ClientCase):
         posts = model.posts("/responses")
         return [r.body for r in posts if self.namespace_tools(r.body) is not None]
 
-    def run_codex(self, model: ModelServer, *more_args: str) -> subprocess.CompletedProcess:
+    def run_codex(
+        self, model: ModelServer, *more_args: str, url: str | None = None
+    ) -> subprocess.CompletedProcess:
         """`codex exec` with docs/gateway.md's `[mcp_servers.tools]` block (the
         user's home where it says /home/you, `more_args` added to the
-        gateway's) after a model provider at the scripted model."""
+        gateway's; with `url`, the HTTP entry's block at that URL) after a
+        model provider at the scripted model."""
         codex_home = self.home / ".codex"
         codex_home.mkdir(exist_ok=True)
-        snippet = readme_block("**Codex**", "toml")
+        snippet = readme_block("**Codex**", "toml") if url is None else http_block("toml")
         self.assertIn("[mcp_servers.tools]", snippet)
         snippet = snippet.replace("/home/you", str(self.home))
+        if url is not None:
+            self.assertIn(DOCS_URL, snippet)
+            snippet = snippet.replace(DOCS_URL, url)
         if more_args:
             extra = "".join(f', "{a}"' for a in more_args)
             snippet = re.sub(r'(servers\.json")\]', rf"\1{extra}]", snippet)
@@ -528,7 +596,13 @@ class Codex(ClientCase):
             'env_key = "SCRIPTED_API_KEY"\n\n'
         )
         (codex_home / "config.toml").write_text(provider + snippet)
-        env = client_env(self.home, self.bin, CODEX_HOME=str(codex_home), SCRIPTED_API_KEY="dummy")
+        env = client_env(
+            self.home,
+            self.bin,
+            CODEX_HOME=str(codex_home),
+            SCRIPTED_API_KEY="dummy",
+            TOOLPOLICY_TOKEN=TEAM_TOKEN,
+        )
         argv = [
             "codex",
             "exec",
@@ -546,6 +620,22 @@ class Codex(ClientCase):
             run = self.run_codex(model)
             self.assert_finished(run, model)
 
+            self.assert_served_as_listed(
+                model,
+                self.agent_turns(model),
+                self.namespace_tools,
+                lambda history: codex_results(history, self.namespace),
+                "input",
+            )
+        self.assert_no_gateway_left()
+
+    def test_codex_over_http_with_a_bearer_token(self) -> None:
+        """docs/gateway.md's HTTP `[mcp_servers.tools]` block (a URL and
+        `bearer_token_env_var`), against `policy gateway --listen
+        --clients`: served as on standard input."""
+        with self.listening() as url, ModelServer(self.script) as model:
+            run = self.run_codex(model, url=url)
+            self.assert_finished(run, model)
             self.assert_served_as_listed(
                 model,
                 self.agent_turns(model),

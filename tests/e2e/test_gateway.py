@@ -856,4 +856,8 @@ class ModernEra(Eras, Case):
 
 
 if __name__ == "__main__":
-    sys.exit(harness.main(sys.modules[__name__]))
+    # The same servers and client over HTTP (`policy gateway --listen`).
+    import test_listen
+    import test_listen_jwt
+
+    sys.exit(harness.main(sys.modules[__name__], test_listen, test_listen_jwt))

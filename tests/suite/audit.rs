@@ -188,6 +188,12 @@ fn sessions_have_names_of_their_own_and_a_caller_when_told() {
     let events = seen.lock().unwrap();
     assert_eq!(events[0].session.as_deref(), Some("chat-7"));
     assert_eq!(events[0].caller.as_deref(), Some("alice"));
+    // Another engine of the same process (a host that builds a new one on
+    // each reload of its settings) names its sessions apart.
+    let other = self::engine();
+    other.set_audit(Some(collector().0));
+    let c = other.session(Context::default()).unwrap();
+    assert_ne!(c.audit_session(), a.audit_session());
 }
 
 #[test]
@@ -468,4 +474,166 @@ fn report_reads_several_logs_in_any_order_and_skips_bad_lines() {
     );
     assert!(report.contains(&format!("  {b}:1: ")), "{report}");
     assert!(report.contains(&format!("  {b}:12: ")), "{report}");
+}
+
+// ---------------------------------------------------------------------------
+// The writer under load: a full queue, several processes on one file
+
+use std::time::{Duration, Instant};
+use toolpolicy::audit::writer::{AuditLog, Options};
+
+/// A `search` event numbered `n`, as a session makes one.
+fn numbered(n: usize) -> Event {
+    Event {
+        version: toolpolicy::audit::VERSION,
+        session: Some("s-1".into()),
+        caller: None,
+        context: Some(Default::default()),
+        kind: EventKind::Search {
+            query: Some(format!("query number {n}")),
+            names: Vec::new(),
+            activated: Vec::new(),
+            already_active: Vec::new(),
+            matches: 0,
+            matched: Vec::new(),
+            empty: true,
+            status: ResultStatus::Ok,
+        },
+    }
+}
+
+/// A log whose disk stops: the file is a FIFO nobody reads until told, so
+/// the writer thread blocks in `write` once the pipe is full. Events past
+/// the queue are dropped and counted, recording never waits, and once the
+/// reader drains the pipe the count is in the log as a `dropped` event.
+#[cfg(unix)]
+#[test]
+fn a_full_queue_drops_and_counts_and_never_blocks() {
+    let dir = scratch("full-queue");
+    let fifo = dir.join("audit.fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: mkfifo is not available");
+        return;
+    }
+    let (go, wait) = std::sync::mpsc::channel::<()>();
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            let mut file = std::fs::File::open(&fifo).unwrap();
+            // Nothing is read until the events are all recorded (or 30 s).
+            let _ = wait.recv_timeout(Duration::from_secs(30));
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut file, &mut text).unwrap();
+            text
+        })
+    };
+    let options = Options {
+        queries: true,
+        capacity: 16,
+    };
+    let log = AuditLog::open(&fifo, options).unwrap();
+    const EVENTS: usize = 20_000;
+    let started = Instant::now();
+    for n in 0..EVENTS {
+        log.record(&numbered(n));
+    }
+    let took = started.elapsed();
+    let dropped = log.dropped();
+    // The pipe holds 64 KiB and the writer one batch of as much: most of
+    // 20,000 lines of ~250 bytes cannot have been written.
+    assert!(dropped > EVENTS as u64 / 2, "only {dropped} dropped");
+    // Serving was not held up: recording took no longer than serializing.
+    assert!(took < Duration::from_secs(10), "recording took {took:?}");
+    go.send(()).unwrap();
+    log.flush(Duration::from_secs(20));
+    drop(log);
+    let text = reader.join().unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a whole line: {l}: {e}")))
+        .collect();
+    let written: Vec<u64> = lines
+        .iter()
+        .filter(|l| l["event"] == "search")
+        .map(|l| {
+            let q = l["query"].as_str().unwrap();
+            q.strip_prefix("query number ").unwrap().parse().unwrap()
+        })
+        .collect();
+    let counted: u64 = lines
+        .iter()
+        .filter(|l| l["event"] == "dropped")
+        .map(|l| l["count"].as_u64().unwrap())
+        .sum();
+    assert!(counted > 0, "no `dropped` event in the log");
+    assert_eq!(counted, dropped, "the log counts every dropped event");
+    assert_eq!(written.len() as u64 + counted, EVENTS as u64);
+    // What got through is in the order it was recorded.
+    assert!(written.windows(2).all(|w| w[0] < w[1]));
+}
+
+/// Four `policy replay --audit` processes appending to one file at once:
+/// every line is whole (no two interleaved), and each process's events are
+/// all there, in order.
+#[test]
+fn several_processes_append_whole_lines_to_one_file() {
+    let dir = scratch("processes");
+    let log = dir.join("audit.jsonl");
+    const STEPS: usize = 1500;
+    const PROCESSES: usize = 4;
+    let steps: Vec<serde_json::Value> = (0..STEPS)
+        .map(|n| serde_json::json!({"search": {"query": format!("fetch web page number {n}")}}))
+        .collect();
+    let scenario = dir.join("many.json");
+    std::fs::write(
+        &scenario,
+        serde_json::json!({"mode": "agent", "steps": steps}).to_string(),
+    )
+    .unwrap();
+    let children: Vec<_> = (0..PROCESSES)
+        .map(|_| {
+            Command::new(env!("CARGO_BIN_EXE_policy"))
+                .current_dir(root())
+                .args(["replay", scenario.to_str().unwrap(), "--policy", PI_POLICY])
+                .args(["--registry", PI_REGISTRY, "--audit", log.to_str().unwrap()])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let text = std::fs::read_to_string(&log).unwrap();
+    let mut by_session: std::collections::BTreeMap<String, Vec<usize>> = Default::default();
+    for line in text.lines() {
+        let v: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("not a whole line: {line}: {e}"));
+        if v["event"] == "search" {
+            let q = v["query"].as_str().unwrap();
+            let n = q
+                .strip_prefix("fetch web page number ")
+                .unwrap()
+                .parse()
+                .unwrap();
+            by_session
+                .entry(v["session"].as_str().unwrap().to_string())
+                .or_default()
+                .push(n);
+        }
+        assert_ne!(v["event"], "dropped", "events were dropped: {line}");
+    }
+    assert_eq!(by_session.len(), PROCESSES, "{:?}", by_session.keys());
+    for (session, ns) in &by_session {
+        assert_eq!(*ns, (0..STEPS).collect::<Vec<_>>(), "{session}");
+    }
+    // Several batches of each process went in, so their writes did meet.
+    assert!(text.len() > PROCESSES * 64 * 1024, "{} bytes", text.len());
 }

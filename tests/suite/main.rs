@@ -17,9 +17,13 @@ mod gateway;
 #[cfg(feature = "gateway")]
 mod gateway_audit;
 #[cfg(feature = "gateway")]
+mod gateway_clients;
+#[cfg(feature = "gateway")]
 mod gateway_flags;
 #[cfg(feature = "gateway")]
 mod gateway_http;
+#[cfg(feature = "gateway")]
+mod gateway_listen;
 #[cfg(feature = "gateway")]
 mod gateway_lock;
 #[cfg(feature = "gateway")]
@@ -40,6 +44,8 @@ mod golden;
 mod linear;
 mod lock;
 mod long_names;
+#[cfg(feature = "gateway")]
+mod metrics;
 mod newcomer;
 mod output;
 mod policies;
@@ -47,6 +53,7 @@ mod props_format;
 mod props_hints;
 mod props_lint;
 mod props_locks;
+mod props_report;
 mod props_table;
 mod readme;
 mod robustness;

@@ -56,6 +56,36 @@ pub fn opt_string(env: &Env, v: Option<&Unknown>, what: &str) -> Result<Option<S
     }
 }
 
+pub fn opt_bool(env: &Env, v: Option<&Unknown>, what: &str) -> Result<Option<bool>> {
+    match v {
+        Some(v) if !absent(v) => {
+            if v.get_type()? != ValueType::Boolean {
+                return Err(wrong(env, what, "a boolean", v));
+            }
+            // SAFETY: the type was checked just above.
+            unsafe { v.cast::<bool>() }.map(Some)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// A finite number.
+pub fn number(env: &Env, v: &Unknown, what: &str) -> Result<f64> {
+    if v.get_type()? != ValueType::Number {
+        return Err(wrong(env, what, "a number", v));
+    }
+    // SAFETY: the type was checked just above.
+    let n = unsafe { v.cast::<f64>() }?;
+    if !n.is_finite() {
+        return Err(usage(
+            env,
+            format!("{what} must be a finite number, not {n}"),
+            None,
+        ));
+    }
+    Ok(n)
+}
+
 pub fn strings(env: &Env, v: &Unknown, what: &str) -> Result<Vec<String>> {
     if !v.is_array()? {
         return Err(wrong(env, what, "an array of strings", v));

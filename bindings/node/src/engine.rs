@@ -3,12 +3,14 @@
 //! throws and leaves the last good engine in place.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
 
-use napi::bindgen_prelude::Unknown;
+use napi::bindgen_prelude::{Function, Unknown};
 use napi::{Env, Result};
 use napi_derive::napi;
 use serde_json::Value;
+use toolpolicy::audit::writer::{AuditLog, Options as AuditOptions};
 use toolpolicy::diag::{Code, Diagnostic};
 use toolpolicy::explain::{explain, note_plan};
 use toolpolicy::{ItemRef, LoadErrors, Policy, Registry, SessionState, SkillList};
@@ -32,6 +34,92 @@ pub struct Engine {
     place: Option<PathBuf>,
     /// What turns its sessions' plans into JavaScript objects.
     builder: Arc<Builder>,
+    /// The audit log its sessions write to, when one was asked for and
+    /// could be opened.
+    audit: Option<Arc<AuditLog>>,
+}
+
+/// The keys of the audit options (of `EngineOptions` and of `fromFiles`).
+const AUDIT_KEYS: [&str; 2] = ["audit", "auditNoQueries"];
+
+/// Opens the audit log the options name, if any. A log that cannot be
+/// opened is a warning (`process.emitWarning`), never a throw: the engine
+/// works on without one.
+fn open_audit(
+    env: &Env,
+    opts: Option<&napi::bindgen_prelude::Object>,
+    what: &str,
+) -> Result<Option<Arc<AuditLog>>> {
+    let path = args::opt_string(
+        env,
+        args::field(opts, "audit")?.as_ref(),
+        &format!("{what}.audit"),
+    )?;
+    let no_queries = args::opt_bool(
+        env,
+        args::field(opts, "auditNoQueries")?.as_ref(),
+        &format!("{what}.auditNoQueries"),
+    )?
+    .unwrap_or(false);
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let options = AuditOptions {
+        queries: !no_queries,
+        ..AuditOptions::default()
+    };
+    match AuditLog::open(Path::new(&path), options) {
+        Ok(log) => {
+            // Before the process exits, what is queued is written (a few
+            // seconds at most); the hook does not keep the log open.
+            let weak: Weak<AuditLog> = Arc::downgrade(&log);
+            env.add_env_cleanup_hook(weak, |weak| {
+                if let Some(log) = weak.upgrade() {
+                    log.flush(Duration::from_secs(2));
+                }
+            })?;
+            Ok(Some(log))
+        }
+        Err(e) => {
+            warn(
+                env,
+                &format!(
+                    "cannot open the audit log `{}`: {}; going on without one",
+                    toolpolicy::chars::escape(&path),
+                    lowercase_first(&e.to_string())
+                ),
+            )?;
+            Ok(None)
+        }
+    }
+}
+
+/// A Node warning (`process.emitWarning`, type `ToolPolicyWarning`).
+fn warn(env: &Env, message: &str) -> Result<()> {
+    let emit: Function<String, Unknown> =
+        env.run_script("(m) => process.emitWarning(m, 'ToolPolicyWarning')")?;
+    emit.call(message.to_string())?;
+    Ok(())
+}
+
+impl Engine {
+    fn with_audit(
+        inner: toolpolicy::Engine,
+        file: String,
+        place: Option<PathBuf>,
+        audit: Option<Arc<AuditLog>>,
+    ) -> Engine {
+        if let Some(log) = &audit {
+            inner.set_audit(Some(log.hook()));
+        }
+        Engine {
+            inner: Arc::new(inner),
+            file,
+            place,
+            builder: Arc::default(),
+            audit,
+        }
+    }
 }
 
 /// Reads a file through the library's reader, so that its size cap holds
@@ -118,7 +206,7 @@ impl Engine {
             &env,
             options.as_ref(),
             "options",
-            &["file", "skills", "dir"],
+            &["file", "skills", "dir", AUDIT_KEYS[0], AUDIT_KEYS[1]],
         )?;
         let file = args::opt_string(
             &env,
@@ -153,29 +241,32 @@ impl Engine {
         let mut policy = Policy::parse(file.as_str(), text).map_err(|e| error::policy(&env, &e))?;
         attach_lock(&mut policy, place.as_deref()).map_err(|e| error::policy(&env, &e))?;
         let registry = registry(&env, "tools", &tools)?;
-        Ok(Engine {
-            inner: Arc::new(toolpolicy::Engine::new(policy, registry, skill_list)),
+        let audit = open_audit(&env, opts.as_ref(), "options")?;
+        Ok(Engine::with_audit(
+            toolpolicy::Engine::new(policy, registry, skill_list),
             file,
             place,
-            builder: Arc::default(),
-        })
+            audit,
+        ))
     }
 
     /// An engine from a policy file, a registry file and maybe a skill list
-    /// file; diagnostics name the files.
+    /// file; diagnostics name the files. `options` may name an audit log.
     #[napi(
         factory,
-        ts_args_type = "policyPath: string, registryPath: string, skillsPath?: string"
+        ts_args_type = "policyPath: string, registryPath: string, skillsPath?: string | null, options?: AuditOptions"
     )]
     pub fn from_files(
         env: Env,
         policy_path: Unknown,
         registry_path: Unknown,
         skills_path: Option<Unknown>,
+        options: Option<Unknown>,
     ) -> Result<Engine> {
         let policy_path = args::string(&env, &policy_path, "policyPath")?;
         let registry_path = args::string(&env, &registry_path, "registryPath")?;
         let skills_path = args::opt_string(&env, skills_path.as_ref(), "skillsPath")?;
+        let opts = args::options(&env, options.as_ref(), "options", &AUDIT_KEYS)?;
         let mut policy = Policy::from_bytes(policy_path.as_str(), &read(&env, &policy_path)?)
             .map_err(|e| error::policy(&env, &e))?;
         let place = PathBuf::from(&policy_path);
@@ -189,12 +280,35 @@ impl Engine {
             }
             None => SkillList::default(),
         };
-        Ok(Engine {
-            inner: Arc::new(toolpolicy::Engine::new(policy, registry, skill_list)),
-            file: policy_path,
-            place: Some(place),
-            builder: Arc::default(),
-        })
+        let audit = open_audit(&env, opts.as_ref(), "options")?;
+        Ok(Engine::with_audit(
+            toolpolicy::Engine::new(policy, registry, skill_list),
+            policy_path,
+            Some(place),
+            audit,
+        ))
+    }
+
+    /// Waits until the audit log's queued events are written (at most
+    /// `withinMs`, 5000 by default) and returns how many events were
+    /// dropped so far because the log was not written in time; 0 without
+    /// a log. Queued events are also written when the process exits.
+    #[napi(ts_args_type = "withinMs?: number")]
+    pub fn flush_audit(&self, env: Env, within_ms: Option<Unknown>) -> Result<f64> {
+        let within = match within_ms.filter(|v| !args::absent(v)) {
+            Some(v) => args::number(&env, &v, "withinMs")?,
+            None => 5000.0,
+        };
+        let Some(log) = &self.audit else {
+            return Ok(0.0);
+        };
+        log.flush(Duration::from_secs_f64(
+            within.clamp(0.0, 600_000.0) / 1000.0,
+        ));
+        if let Some(e) = log.take_error() {
+            warn(&env, &format!("the audit log could not be written: {e}"))?;
+        }
+        Ok(log.dropped() as f64)
     }
 
     /// A new chat in a context; throws on a mode the policy does not declare
@@ -339,6 +453,12 @@ impl Engine {
             })
             .collect();
         serde_json::to_value(diags).unwrap_or(Value::Array(Vec::new()))
+    }
+
+    /// Whether an audit log is open (one was named and could be opened).
+    #[napi(getter)]
+    pub fn auditing(&self) -> bool {
+        self.audit.is_some()
     }
 
     /// The modes the policy declares, in file order.

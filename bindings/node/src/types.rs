@@ -74,6 +74,21 @@ pub struct EngineOptions {
     /// model_invocable?}`, or JSON text.
     #[napi(ts_type = "Array<object> | string")]
     pub skills: Option<Value>,
+    /// Append an audit log (JSON Lines) to this file; one that cannot be
+    /// opened is a warning, not a throw.
+    pub audit: Option<String>,
+    /// Leave search queries out of the audit log.
+    pub audit_no_queries: Option<bool>,
+}
+
+/// The audit options of `Engine.fromFiles`.
+#[napi(object)]
+pub struct AuditOptions {
+    /// Append an audit log (JSON Lines) to this file; one that cannot be
+    /// opened is a warning, not a throw.
+    pub audit: Option<String>,
+    /// Leave search queries out of the audit log.
+    pub audit_no_queries: Option<bool>,
 }
 
 /// Where a chat runs: the policy's mode (required when the policy declares

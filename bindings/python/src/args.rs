@@ -47,6 +47,16 @@ pub fn opt_string(v: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<S
     }
 }
 
+pub fn opt_bool(v: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<bool>> {
+    match v {
+        Some(v) if !v.is_none() => match v.cast::<PyBool>() {
+            Ok(b) => Ok(Some(b.is_true())),
+            Err(_) => Err(wrong(what, "a bool", v)),
+        },
+        _ => Ok(None),
+    }
+}
+
 /// A list or tuple of strings. Nothing is reserved up front; each item is
 /// checked as it is read, and the first that is not a string stops it.
 pub fn strings(v: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<String>> {

@@ -3,10 +3,12 @@
 //! reload that fails raises and leaves the last good engine in place.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
 
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyCFunction, PyDict, PyTuple};
+use toolpolicy::audit::writer::{AuditLog, Options as AuditOptions};
 use toolpolicy::explain::{explain, note_plan};
 use toolpolicy::{ItemRef, Policy, Registry, SessionState, SkillList};
 
@@ -25,6 +27,73 @@ pub struct Engine {
     file: Mutex<String>,
     /// The Python objects its sessions' plans share.
     defs: Arc<Defs>,
+    /// The audit log its sessions write to, when one was asked for and
+    /// could be opened.
+    audit: Option<Arc<AuditLog>>,
+}
+
+/// Opens the audit log `audit` names, if any. A log that cannot be opened
+/// is a warning (`warnings.warn`, `RuntimeWarning`), never an exception:
+/// the engine works on without one.
+fn open_audit(
+    py: Python<'_>,
+    audit: Option<&Bound<'_, PyAny>>,
+    no_queries: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Option<Arc<AuditLog>>> {
+    let no_queries = args::opt_bool(no_queries, "audit_no_queries")?.unwrap_or(false);
+    let Some(path) = audit
+        .filter(|a| !a.is_none())
+        .map(|a| self::path(a, "audit"))
+        .transpose()?
+    else {
+        return Ok(None);
+    };
+    let options = AuditOptions {
+        queries: !no_queries,
+        ..AuditOptions::default()
+    };
+    match AuditLog::open(Path::new(&path), options) {
+        Ok(log) => {
+            // Before the interpreter exits, what is queued is written (a
+            // few seconds at most); the hook does not keep the log open.
+            let weak: Weak<AuditLog> = Arc::downgrade(&log);
+            let flush = PyCFunction::new_closure(
+                py,
+                None,
+                None,
+                move |_args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyDict>>| {
+                    if let Some(log) = weak.upgrade() {
+                        log.flush(Duration::from_secs(2));
+                    }
+                },
+            )?;
+            py.import("atexit")?.call_method1("register", (flush,))?;
+            Ok(Some(log))
+        }
+        Err(e) => {
+            warn(
+                py,
+                &format!(
+                    "cannot open the audit log `{}`: {}; going on without one",
+                    toolpolicy::chars::escape(&path),
+                    lowercase_first(&e.to_string())
+                ),
+            )?;
+            Ok(None)
+        }
+    }
+}
+
+/// A Python warning (`RuntimeWarning`), shown where the caller is.
+fn warn(py: Python<'_>, message: &str) -> PyResult<()> {
+    let category = py.get_type::<pyo3::exceptions::PyRuntimeWarning>();
+    PyErr::warn(
+        py,
+        &category,
+        &std::ffi::CString::new(message.replace('\0', ""))?,
+        // The native call is no frame of its own: 1 is the caller's line.
+        1,
+    )
 }
 
 /// Reads a file through the library's reader, so that its size cap holds
@@ -85,11 +154,19 @@ fn skills(file: &str, text: &str) -> Result<SkillList, BuildError> {
 }
 
 impl Engine {
-    fn from_parts(engine: toolpolicy::Engine, file: String) -> Engine {
+    fn from_parts(
+        engine: toolpolicy::Engine,
+        file: String,
+        audit: Option<Arc<AuditLog>>,
+    ) -> Engine {
+        if let Some(log) = &audit {
+            engine.set_audit(Some(log.hook()));
+        }
         Engine {
             inner: Arc::new(engine),
             file: Mutex::new(file),
             defs: Arc::default(),
+            audit,
         }
     }
 }
@@ -100,13 +177,15 @@ impl Engine {
     /// any registry shape (generic, Anthropic, OpenAI, MCP), a dict with a
     /// `tools` list, or JSON text of either.
     #[new]
-    #[pyo3(signature = (policy_text, tools, *, file = None, skills = None))]
+    #[pyo3(signature = (policy_text, tools, *, file = None, skills = None, audit = None, audit_no_queries = None))]
     fn new(
         py: Python<'_>,
         policy_text: &Bound<'_, PyAny>,
         tools: &Bound<'_, PyAny>,
         file: Option<&Bound<'_, PyAny>>,
         skills: Option<&Bound<'_, PyAny>>,
+        audit: Option<&Bound<'_, PyAny>>,
+        audit_no_queries: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Engine> {
         guard(|| {
             let text = args::string(policy_text, "policy_text")?;
@@ -125,7 +204,8 @@ impl Engine {
                 let registry = registry("tools", &tools)?;
                 Ok(toolpolicy::Engine::new(policy, registry, skill_list))
             })?;
-            Ok(Engine::from_parts(engine, file))
+            let audit = open_audit(py, audit, audit_no_queries)?;
+            Ok(Engine::from_parts(engine, file, audit))
         })
     }
 
@@ -133,12 +213,14 @@ impl Engine {
     /// file, each read under the engine's 64 MiB cap; diagnostics name the
     /// files.
     #[staticmethod]
-    #[pyo3(signature = (policy_path, registry_path, skills_path = None))]
+    #[pyo3(signature = (policy_path, registry_path, skills_path = None, *, audit = None, audit_no_queries = None))]
     fn from_files(
         py: Python<'_>,
         policy_path: &Bound<'_, PyAny>,
         registry_path: &Bound<'_, PyAny>,
         skills_path: Option<&Bound<'_, PyAny>>,
+        audit: Option<&Bound<'_, PyAny>>,
+        audit_no_queries: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Engine> {
         guard(|| {
             let policy_path = path(policy_path, "policy_path")?;
@@ -167,8 +249,37 @@ impl Engine {
                 };
                 Ok(toolpolicy::Engine::new(policy, registry, skill_list))
             })?;
-            Ok(Engine::from_parts(engine, policy_path))
+            let audit = open_audit(py, audit, audit_no_queries)?;
+            Ok(Engine::from_parts(engine, policy_path, audit))
         })
+    }
+
+    /// Waits until the audit log's queued events are written (at most
+    /// `within` seconds) and returns how many events were dropped so far
+    /// because the log was not written in time; 0 without a log. Queued
+    /// events are also written when the interpreter exits.
+    #[pyo3(signature = (within = 5.0))]
+    fn flush_audit(&self, py: Python<'_>, within: f64) -> PyResult<u64> {
+        if !within.is_finite() || within < 0.0 {
+            return Err(error::usage(
+                format!("within must be a number of seconds, not {within}"),
+                None,
+            ));
+        }
+        let Some(log) = &self.audit else {
+            return Ok(0);
+        };
+        py.detach(|| log.flush(Duration::from_secs_f64(within.min(600.0))));
+        if let Some(e) = log.take_error() {
+            warn(py, &format!("the audit log could not be written: {e}"))?;
+        }
+        Ok(log.dropped())
+    }
+
+    /// Whether an audit log is open (one was named and could be opened).
+    #[getter]
+    fn auditing(&self) -> bool {
+        self.audit.is_some()
     }
 
     /// A new chat in a context; raises on a mode the policy does not declare

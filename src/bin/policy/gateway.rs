@@ -1,10 +1,14 @@
 //! `policy gateway --policy F --servers F [--mode M] [--bot B] [--flag X]... [--grant SEL]...
 //! [--exposure call|list-changed] [--call-tool NAME] [--call-timeout SECS]
-//! [--start-timeout SECS] [--dry-run [--format human|json]]`
+//! [--start-timeout SECS] [--dry-run [--format human|json]]
+//! [--listen HOST:PORT [--stateless] [--session-idle SECS] [--max-sessions N]
+//! [--allow-origin O]... [--allow-host H]... [--max-concurrent N]
+//! [--max-concurrent-per-caller N]]`
 //!
 //! Everything is checked before anything is served: a policy error exits 1,
-//! a bad servers file or context exits 2. While serving, standard output
-//! carries protocol messages only; everything else goes to standard error.
+//! a bad servers file or context, or an address it cannot listen on, exits
+//! 2. On standard input, standard output carries protocol messages only;
+//! everything else goes to standard error.
 
 use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
@@ -64,6 +68,190 @@ pub struct Args {
     format: Format,
     #[command(flatten)]
     audit: AuditArgs,
+    #[command(flatten)]
+    listen: ListenArgs,
+}
+
+/// Serving over HTTP instead of standard input.
+#[derive(clap::Args)]
+struct ListenArgs {
+    /// Serve MCP's streamable HTTP transport at `http://HOST:PORT/mcp` to any
+    /// number of clients instead of one on standard input (port 0: any free
+    /// one, named on standard error). Without `--clients`, loopback
+    /// addresses only, as every caller gets the command line's context
+    #[arg(long, value_name = "HOST:PORT")]
+    listen: Option<String>,
+    /// The clients file: bearer tokens and JWT access tokens to contexts
+    /// (re-read when it changes, or on SIGHUP); a request without a
+    /// credential it accepts is refused with 401
+    #[arg(long, value_name = "FILE", requires = "listen")]
+    clients: Option<PathBuf>,
+    /// The URL clients reach the gateway's `/mcp` at, as the
+    /// protected-resource metadata names it (behind a reverse proxy);
+    /// by default made from each request's `Host`
+    #[arg(long, value_name = "URL", requires = "clients")]
+    public_url: Option<String>,
+    /// Serve every request without a session, whatever the client's protocol
+    /// version: a search activates nothing beyond its request, and a call
+    /// reaches any tool the context does not hide
+    #[arg(long, requires = "listen")]
+    stateless: bool,
+    /// Seconds without a request after which a session ends (its client
+    /// then gets 404 and starts a new one)
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value_t = 1800.0,
+        requires = "listen"
+    )]
+    session_idle: f64,
+    /// The most sessions open at once; past it the longest idle ends
+    #[arg(long, value_name = "N", default_value_t = 1000, requires = "listen")]
+    max_sessions: usize,
+    /// An origin browsers may call from, `scheme://host[:port]` (repeatable);
+    /// a request with any other `Origin` is refused with 403. Requests
+    /// without one (non-browser clients) pass
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "listen")]
+    allow_origins: Vec<String>,
+    /// A `Host` name the gateway answers to besides the loopback ones, as a
+    /// reverse proxy may pass on (repeatable); others are refused with 403
+    #[arg(long = "allow-host", value_name = "HOST", requires = "listen")]
+    allow_hosts: Vec<String>,
+    /// Requests served at once in all; past it, 503
+    #[arg(long, value_name = "N", default_value_t = 256, requires = "listen")]
+    max_concurrent: usize,
+    /// Requests served at once for one caller; past it, 429
+    #[arg(long, value_name = "N", default_value_t = 32, requires = "listen")]
+    max_concurrent_per_caller: usize,
+}
+
+impl ListenArgs {
+    fn options(&self) -> Result<gateway::listen::ListenOptions, CliError> {
+        let positive = |flag: &str, n: usize| {
+            if n == 0 {
+                Err(CliError::Usage(format!("`--{flag}` must be at least 1")))
+            } else {
+                Ok(n)
+            }
+        };
+        for origin in &self.allow_origins {
+            if gateway::listen::normal_origin(origin).is_none() {
+                return Err(CliError::Usage(format!(
+                    "`--allow-origin` `{origin}` is not an origin: write `scheme://host` or `scheme://host:port`, as a browser sends it"
+                )));
+            }
+        }
+        if let Some(url) = &self.public_url
+            && gateway::clients::metadata_url(url).is_none()
+        {
+            return Err(CliError::Usage(format!(
+                "`--public-url` `{url}` is not a URL: write it as clients reach the gateway, such as `https://mcp.example.com/mcp`"
+            )));
+        }
+        Ok(gateway::listen::ListenOptions {
+            stateless: self.stateless,
+            session_idle: seconds("session-idle", self.session_idle)?,
+            max_sessions: positive("max-sessions", self.max_sessions)?,
+            allow_origins: self.allow_origins.clone(),
+            allow_hosts: self.allow_hosts.clone(),
+            max_body: gateway::listen::MAX_BODY,
+            max_concurrent: positive("max-concurrent", self.max_concurrent)?,
+            max_concurrent_per_caller: positive(
+                "max-concurrent-per-caller",
+                self.max_concurrent_per_caller,
+            )?,
+        })
+    }
+}
+
+/// What `--listen` and the flags beside it give, checked and bound.
+struct Listening {
+    sockets: Vec<std::net::TcpListener>,
+    options: gateway::listen::ListenOptions,
+    clients: Option<gateway::clients::Clients>,
+    public_url: Option<String>,
+    /// The counts `/metrics` serves.
+    metrics: Option<gateway::listen::MetricsPage>,
+}
+
+/// The command line's context.
+fn options_context(args: &Args) -> toolpolicy::Context {
+    args.context.context()
+}
+
+/// Reads the clients file and checks each context it names against the
+/// policy, before anything is served: a client the policy cannot serve is
+/// a usage error naming it.
+fn load_clients(
+    path: &Path,
+    policy: &toolpolicy::Policy,
+    base: &toolpolicy::Context,
+) -> Result<gateway::clients::Clients, CliError> {
+    let clients =
+        gateway::clients::Clients::load(path).map_err(|e| CliError::Usage(e.to_string()))?;
+    for w in clients.warnings() {
+        eprintln!("warning: `{}`: {w}", path.display());
+    }
+    let engine = toolpolicy::Engine::new(policy.clone(), Default::default(), Default::default());
+    if let Some(why) = refused_contexts(&engine, &clients, base).into_iter().next() {
+        return Err(CliError::Usage(why));
+    }
+    Ok(clients)
+}
+
+/// Why the policy cannot serve a context the clients file names, one line
+/// each (`clients.alice` in `F`: ...).
+fn refused_contexts(
+    engine: &toolpolicy::Engine,
+    clients: &gateway::clients::Clients,
+    base: &toolpolicy::Context,
+) -> Vec<String> {
+    clients
+        .contexts()
+        .into_iter()
+        .filter_map(|(at, overrides)| {
+            let e = engine.session(overrides.apply(base)).err()?;
+            Some(format!("`{at}` in `{}`: {e}", clients.path().display()))
+        })
+        .collect()
+}
+
+/// Binds every address `--listen` names, before any server starts: an
+/// address in use, or one beyond loopback without callers named by a
+/// credential, ends the command at once.
+fn bind(listen: &str, authenticates: bool) -> Result<Vec<std::net::TcpListener>, CliError> {
+    use std::net::ToSocketAddrs as _;
+    let addrs: Vec<std::net::SocketAddr> = listen
+        .to_socket_addrs()
+        .map_err(|e| {
+            CliError::Usage(format!(
+                "`--listen` `{listen}` is not an address to listen on (write HOST:PORT, such as `127.0.0.1:8080`): {e}"
+            ))
+        })?
+        .fold(Vec::new(), |mut v, a| {
+            if !v.contains(&a) {
+                v.push(a);
+            }
+            v
+        });
+    if !authenticates && !gateway::listen::all_loopback(&addrs) {
+        let shown: Vec<String> = addrs.iter().map(|a| a.ip().to_string()).collect();
+        return Err(CliError::Usage(format!(
+            "`--listen` `{listen}` is not a loopback address ({}): every caller gets the command line's context, with no credential asked, so the gateway listens only on 127.0.0.1, ::1 or localhost",
+            shown.join(", ")
+        )));
+    }
+    addrs
+        .iter()
+        .map(|addr| {
+            let listener = std::net::TcpListener::bind(addr)
+                .map_err(|e| CliError::Usage(format!("cannot listen on `{addr}`: {e}")))?;
+            listener
+                .set_nonblocking(true)
+                .map_err(|e| CliError::Usage(format!("cannot listen on `{addr}`: {e}")))?;
+            Ok(listener)
+        })
+        .collect()
 }
 
 /// `--start-timeout` and `--call-timeout` as a duration.
@@ -130,6 +318,24 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         .session(options.context.clone())
         .map_err(|e| CliError::Usage(e.to_string()))?;
     drop(check);
+    let listening = match (&args.listen.listen, args.dry_run) {
+        (Some(listen), false) => {
+            let options = args.listen.options()?;
+            let clients = match &args.listen.clients {
+                Some(path) => Some(load_clients(path, &policy, &options_context(&args))?),
+                None => None,
+            };
+            let sockets = bind(listen, clients.is_some())?;
+            Some(Listening {
+                sockets,
+                options,
+                clients,
+                public_url: args.listen.public_url.clone(),
+                metrics: None,
+            })
+        }
+        _ => None,
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -139,13 +345,35 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     } else {
         args.audit.open()
     };
+    let mut listening = listening;
+    // The listener counts the events for `/metrics` beside the log.
+    let metrics = listening
+        .as_ref()
+        .map(|_| Arc::new(toolpolicy::audit::metrics::Metrics::new()));
+    if let (Some(listening), Some(metrics)) = (&mut listening, &metrics) {
+        let (metrics, log) = (Arc::clone(metrics), audit.clone());
+        listening.metrics = Some(gateway::listen::MetricsPage {
+            render: Arc::new(move |open| {
+                metrics.set_open_sessions(open);
+                if let Some(log) = &log {
+                    metrics.set_dropped(log.dropped());
+                }
+                (metrics.render(), toolpolicy::audit::metrics::CONTENT_TYPE)
+            }),
+        });
+    }
+    let hook = toolpolicy::audit::metrics::both(
+        audit.as_ref().map(|l| l.hook()),
+        metrics.as_ref().map(|m| m.hook()),
+    );
     let served = runtime.block_on(serve(
         options,
         policy,
         servers,
         args.dry_run,
         args.format,
-        audit.as_ref().map(|l| l.hook()),
+        hook,
+        listening,
     ));
     if let Some(audit) = &audit {
         audit_args::close(audit);
@@ -165,6 +393,7 @@ async fn serve(
     dry_run: bool,
     format: Format,
     audit: Option<toolpolicy::audit::AuditHook>,
+    listening: Option<Listening>,
 ) -> Result<ExitCode, CliError> {
     let mut termination = gateway::reload::Termination::catch();
     let hangup = gateway::reload::hangup_signal();
@@ -216,6 +445,11 @@ async fn serve(
             ));
         }
     }
+    if let Some(listening) = listening {
+        tokio::spawn(Arc::clone(&gw).follow(events));
+        tokio::spawn(gateway::reload::watch(Arc::clone(&gw), hangup));
+        return serve_http(gw, listening, termination).await;
+    }
     if std::io::stdin().is_terminal() {
         log::line(
             "note: serving MCP on standard input and output: an MCP client starts this command \
@@ -252,6 +486,79 @@ async fn serve(
             "note: {signal}: stopping the servers (a second signal kills them)"
         ));
     }
+    stop(&gw, &mut termination).await;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Serves MCP over HTTP on the bound sockets until SIGTERM or SIGINT; then
+/// ends every session, then stops the servers.
+async fn serve_http(
+    gw: Arc<Gateway>,
+    listening: Listening,
+    mut termination: gateway::reload::Termination,
+) -> Result<ExitCode, CliError> {
+    let Listening {
+        sockets,
+        options,
+        clients,
+        public_url,
+        metrics,
+    } = listening;
+    let mut tasks = tokio::task::JoinSet::new();
+    let callers = match clients {
+        None => gateway::listen::Callers::CommandLine(gw.options.context.clone()),
+        Some(clients) => {
+            let clients = Arc::new(clients);
+            let watched = Arc::clone(&gw);
+            let checked = Arc::clone(&clients);
+            tasks.spawn(Arc::clone(&clients).watch(move |result| {
+                watched.engine.emit(toolpolicy::audit::EventKind::Reload {
+                    what: "clients".into(),
+                    ok: result.is_ok(),
+                    codes: Vec::new(),
+                });
+                if result.is_ok() {
+                    for why in refused_contexts(&watched.engine, &checked, &watched.options.context) {
+                        log::line(format!(
+                            "error: {why}; that caller's requests fail until the policy or the clients file serves it"
+                        ));
+                    }
+                    // Sessions take their caller's new context at their next request.
+                    watched.bump();
+                }
+            }));
+            gateway::listen::Callers::Clients {
+                clients,
+                base: gw.options.context.clone(),
+                public_url,
+            }
+        }
+    };
+    let listener = gateway::listen::Listener::new(Arc::clone(&gw), options, callers);
+    if let Some(page) = metrics {
+        listener.serve_metrics(page);
+    }
+    for socket in sockets {
+        let socket = match tokio::net::TcpListener::from_std(socket) {
+            Ok(socket) => socket,
+            Err(e) => {
+                stop(&gw, &mut termination).await;
+                return Err(CliError::Usage(format!("cannot listen: {e}")));
+            }
+        };
+        if let Ok(addr) = socket.local_addr() {
+            log::line(format!("note: serving MCP over HTTP at http://{addr}/mcp"));
+        }
+        tasks.spawn(Arc::clone(&listener).serve(socket));
+    }
+    tasks.spawn(Arc::clone(&listener).reap());
+    let signal = termination.wait().await;
+    // No new request from here on; sessions end, then the servers stop.
+    tasks.abort_all();
+    let sessions = listener.close_all().await;
+    log::line(format!(
+        "note: {signal}: ended {sessions} sessions; stopping the servers (a second signal kills them)"
+    ));
     stop(&gw, &mut termination).await;
     Ok(ExitCode::SUCCESS)
 }

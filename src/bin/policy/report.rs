@@ -54,18 +54,24 @@ struct Logged {
     event: Event,
 }
 
+/// A context as the log keeps it: mode, bot, flags (sorted).
+type Ctx = (Option<String>, Option<String>, Vec<String>);
+
 #[derive(Default)]
 struct SessionAgg {
-    mode: Option<String>,
+    /// The session's context at its last event.
+    context: Ctx,
     turns: u64,
     tokens: u64,
     all_declared: u64,
-    /// The tools declared on the first turn (the policy's own).
-    first_declared: Option<Vec<String>>,
+    /// The tools declared on the first turn (the policy's own), and the
+    /// context they were declared in.
+    first_declared: Option<(Vec<String>, Ctx)>,
     /// The tools declared at the last list before now.
     declared_now: HashSet<String>,
-    /// The tools activated in the session, by a search, a load or a miss.
-    activated: BTreeSet<String>,
+    /// The tools activated in the session, by a search, a load or a miss,
+    /// with the contexts they were activated in.
+    activated: BTreeMap<String, BTreeSet<Ctx>>,
     /// The last search: its query, what it returned, what was declared.
     last_search: Option<LastSearch>,
 }
@@ -188,7 +194,9 @@ impl Reader {
         };
         let s = self.sessions.entry(id).or_default();
         if let Some(c) = &event.context {
-            s.mode.clone_from(&c.mode);
+            let mut flags = c.flags.clone();
+            flags.sort();
+            s.context = (c.mode.clone(), c.bot.clone(), flags);
         }
         match event.kind {
             EventKind::List {
@@ -201,7 +209,7 @@ impl Reader {
                 s.tokens += tokens;
                 s.all_declared += all_declared;
                 if s.first_declared.is_none() {
-                    s.first_declared = Some(names.clone());
+                    s.first_declared = Some((names.clone(), s.context.clone()));
                 }
                 s.declared_now = names.into_iter().collect();
             }
@@ -224,7 +232,12 @@ impl Reader {
                     let q = query.clone().unwrap_or_else(|| "(query not logged)".into());
                     *self.empty.entry(q).or_default() += 1;
                 }
-                s.activated.extend(activated.iter().cloned());
+                for t in &activated {
+                    s.activated
+                        .entry(t.clone())
+                        .or_default()
+                        .insert(s.context.clone());
+                }
                 let returned = activated
                     .into_iter()
                     .chain(already_active)
@@ -241,7 +254,9 @@ impl Reader {
             EventKind::Load {
                 names, activated, ..
             } => {
-                s.activated.extend(activated);
+                for t in activated {
+                    s.activated.entry(t).or_default().insert(s.context.clone());
+                }
                 for name in names {
                     miss(s, &name, registry, &mut self.misses, &mut self.miss_seen);
                 }
@@ -268,7 +283,10 @@ impl Reader {
                     }
                     Outcome::NotFound => {
                         if declared_next_step {
-                            s.activated.insert(tool.clone());
+                            s.activated
+                                .entry(tool.clone())
+                                .or_default()
+                                .insert(s.context.clone());
                         }
                         let key = match cause {
                             Some(c) => (
@@ -375,13 +393,14 @@ fn selector(name: &str) -> Option<String> {
 }
 
 /// Whether adding `line` to the policy gives `tool` the `want` exposure in
-/// every mode it was seen in.
+/// every context (mode, bot, flags) it was seen in: a `when` block of a
+/// flag, or a bot's block, can overrule a line the mode alone would take.
 fn changes(
     policy: &Policy,
     registry: Option<&Registry>,
     line: &str,
     tool: &str,
-    modes: &BTreeSet<Option<String>>,
+    contexts: &BTreeSet<Ctx>,
     want: Exposure,
 ) -> bool {
     let text = format!("{}\n{line}\n", policy.source.text);
@@ -392,10 +411,12 @@ fn changes(
     let item = registry
         .and_then(|r| r.get(tool))
         .map_or_else(|| ItemRef::tool(tool), ItemRef::from_tool);
-    modes.iter().all(|mode| {
+    contexts.iter().all(|(mode, bot, flags)| {
         let ctx = Context {
             mode: mode.clone(),
-            ..Context::default()
+            bot: bot.clone(),
+            flags: flags.iter().cloned().collect(),
+            grants: None,
         };
         table
             .resolve(&ctx)
@@ -487,28 +508,30 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
 
 fn summarize(r: Reader, policy: Option<&Policy>, registry: Option<&Registry>) -> Report {
     let sessions = r.sessions.len();
-    let mut loads: BTreeMap<&str, (usize, BTreeSet<Option<String>>)> = BTreeMap::new();
-    let mut declared: BTreeMap<&str, BTreeSet<Option<String>>> = BTreeMap::new();
+    let mut loads: BTreeMap<&str, (usize, BTreeSet<Ctx>)> = BTreeMap::new();
+    let mut declared: BTreeMap<&str, BTreeSet<Ctx>> = BTreeMap::new();
     for s in r.sessions.values() {
-        for t in &s.activated {
+        for (t, contexts) in &s.activated {
             let e = loads.entry(t).or_default();
             e.0 += 1;
-            e.1.insert(s.mode.clone());
+            e.1.extend(contexts.iter().cloned());
         }
-        for t in s.first_declared.iter().flatten() {
-            declared.entry(t).or_default().insert(s.mode.clone());
+        if let Some((names, context)) = &s.first_declared {
+            for t in names {
+                declared.entry(t).or_default().insert(context.clone());
+            }
         }
     }
-    let check = |line: &str, tool: &str, modes: &BTreeSet<Option<String>>, want| {
-        policy.map(|p| changes(p, registry, line, tool, modes, want))
+    let check = |line: &str, tool: &str, contexts: &BTreeSet<Ctx>, want| {
+        policy.map(|p| changes(p, registry, line, tool, contexts, want))
     };
     let mut load_in_most: Vec<Suggestion> = loads
         .into_iter()
         .filter(|(_, (n, _))| *n * 2 > sessions)
-        .filter_map(|(tool, (n, modes))| {
+        .filter_map(|(tool, (n, contexts))| {
             let line = format!("NoDefer({})", selector(tool)?);
             Some(Suggestion {
-                checked: check(&line, tool, &modes, Exposure::Active),
+                checked: check(&line, tool, &contexts, Exposure::Active),
                 tool: tool.to_string(),
                 sessions: n,
                 line,
@@ -519,15 +542,19 @@ fn summarize(r: Reader, policy: Option<&Policy>, registry: Option<&Registry>) ->
     let never_called = declared
         .into_iter()
         .filter(|(t, _)| !r.called.contains(*t))
-        .filter_map(|(tool, modes)| {
+        .filter_map(|(tool, contexts)| {
             let line = format!("Defer({})", selector(tool)?);
             Some(Suggestion {
-                checked: check(&line, tool, &modes, Exposure::Deferred),
+                checked: check(&line, tool, &contexts, Exposure::Deferred),
                 tool: tool.to_string(),
                 sessions: r
                     .sessions
                     .values()
-                    .filter(|s| s.first_declared.iter().flatten().any(|t| t == tool))
+                    .filter(|s| {
+                        s.first_declared
+                            .as_ref()
+                            .is_some_and(|(names, _)| names.iter().any(|t| t == tool))
+                    })
                     .count(),
                 line,
             })
