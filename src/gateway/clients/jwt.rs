@@ -324,14 +324,6 @@ impl Keys {
         Ok((Keys { keys }, notes))
     }
 
-    pub fn len(&self) -> usize {
-        self.keys.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
-    }
-
     /// The key for a token's header: the one its `kid` names, or the only
     /// key when it names none.
     fn find(&self, kid: Option<&str>) -> Option<&Key> {
