@@ -1005,6 +1005,49 @@ mod tests {
         }
     }
 
+    /// A route added beside `/mcp` (where a `/metrics` page goes) answers
+    /// its path; other paths stay 404, and `/mcp` stays MCP's.
+    #[tokio::test]
+    async fn a_route_added_beside_mcp_answers_its_path() {
+        let policy = crate::Policy::parse("test.policy", "Defer(*)\n").unwrap();
+        let options = super::super::Options {
+            policy_path: "test.policy".into(),
+            context: Context::default(),
+            exposure: super::super::Exposure::Call,
+            call_tool: "call_tool".into(),
+            call_timeout: Duration::from_secs(1),
+            start_timeout: Duration::from_secs(1),
+        };
+        let (gateway, _, _) = Gateway::start(options, policy, Vec::new()).await;
+        let listener = Listener::new(
+            gateway,
+            ListenOptions::default(),
+            Callers::CommandLine(Context::default()),
+        );
+        listener.route(Arc::new(|parts: &http::request::Parts| {
+            (parts.uri.path() == "/metrics").then(|| plain(StatusCode::OK, "requests 0"))
+        }));
+        let remote: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        let get = |path: &str| {
+            Request::get(path)
+                .header(header::HOST, "127.0.0.1")
+                .body(http_body_util::Empty::<Bytes>::new())
+                .unwrap()
+        };
+        let metrics = listener.handle(get("/metrics"), remote).await;
+        assert_eq!(metrics.status(), StatusCode::OK);
+        let body = metrics.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(&body[..], b"requests 0\n");
+        assert_eq!(
+            listener.handle(get("/other"), remote).await.status(),
+            StatusCode::NOT_FOUND
+        );
+        // A GET of `/mcp` without a session is MCP's to refuse, not the route's.
+        let mcp = listener.handle(get("/mcp"), remote).await;
+        assert_ne!(mcp.status(), StatusCode::OK);
+        assert_ne!(mcp.status(), StatusCode::NOT_FOUND);
+    }
+
     #[test]
     fn host_names_drop_port_and_brackets() {
         assert_eq!(host_name("LocalHost:8080"), "localhost");

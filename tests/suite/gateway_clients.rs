@@ -926,10 +926,11 @@ fn two_keys_and_a_token_without_kid_is_refused() {
 // ------------------------------------------------------- JWKS from a URL
 
 /// A JWKS served on 127.0.0.1 from a body and status the test changes,
-/// counting the requests.
+/// after a delay it sets, counting the requests.
 struct JwksServer {
     url: String,
     state: Arc<Mutex<(u16, String)>>,
+    delay: Arc<Mutex<Duration>>,
     hits: Arc<AtomicUsize>,
 }
 
@@ -939,13 +940,14 @@ impl JwksServer {
         let url = format!("http://{}/jwks.json", listener.local_addr().unwrap());
         let state = Arc::new(Mutex::new((200u16, body)));
         let hits = Arc::new(AtomicUsize::new(0));
-        let (s, h) = (state.clone(), hits.clone());
+        let delay = Arc::new(Mutex::new(Duration::ZERO));
+        let (s, h, d) = (state.clone(), hits.clone(), delay.clone());
         tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     return;
                 };
-                let (s, h) = (s.clone(), h.clone());
+                let (s, h, d) = (s.clone(), h.clone(), d.clone());
                 tokio::spawn(async move {
                     let service = hyper::service::service_fn(
                         move |_req: hyper::Request<hyper::body::Incoming>| {
@@ -955,7 +957,11 @@ impl JwksServer {
                                 bytes::Bytes::from(body),
                             ));
                             *response.status_mut() = hyper::StatusCode::from_u16(status).unwrap();
-                            async move { Ok::<_, std::convert::Infallible>(response) }
+                            let delay = *d.lock().unwrap();
+                            async move {
+                                tokio::time::sleep(delay).await;
+                                Ok::<_, std::convert::Infallible>(response)
+                            }
                         },
                     );
                     let _ = hyper::server::conn::http1::Builder::new()
@@ -964,15 +970,37 @@ impl JwksServer {
                 });
             }
         });
-        JwksServer { url, state, hits }
+        JwksServer {
+            url,
+            state,
+            delay,
+            hits,
+        }
     }
 
     fn set(&self, status: u16, body: String) {
         *self.state.lock().unwrap() = (status, body);
     }
 
+    fn set_delay(&self, delay: Duration) {
+        *self.delay.lock().unwrap() = delay;
+    }
+
     fn hits(&self) -> usize {
         self.hits.load(Ordering::SeqCst)
+    }
+
+    /// Waits (10 s at most) until it has been asked `n` times.
+    async fn wait_for_hits(&self, n: usize) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while self.hits() < n {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "asked {} times, not {n}",
+                self.hits()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 }
 
@@ -1048,30 +1076,23 @@ fn keys_from_a_loopback_url_are_fetched_cached_and_refetched_for_a_new_kid() {
         }
         assert_eq!(server.hits(), 2);
 
-        // A fetch that fails keeps the last good keys.
+        // Keys past their refresh are used at once while a fetch runs
+        // beside the request; a fetch that fails keeps the last good keys.
         clients.set_jwks_timing(Timing {
             refresh: Duration::ZERO,
             pause: Duration::ZERO,
         });
-        server.set(500, "oops".into());
-        assert_eq!(
-            clients
-                .authenticate(&bearer(&second.sign(&claims("bob"))))
-                .await
-                .unwrap()
-                .name,
-            "bob"
-        );
-        server.set(200, "{\"keys\": []}".into());
-        assert_eq!(
-            clients
-                .authenticate(&bearer(&first.sign(&claims("al"))))
-                .await
-                .unwrap()
-                .name,
-            "al"
-        );
-        assert!(server.hits() >= 4, "{}", server.hits());
+        for (status, body) in [(500, "oops"), (200, "{\"keys\": []}")] {
+            server.set(status, body.into());
+            for _ in 0..2 {
+                let before = server.hits();
+                for (key, name) in [(&first, "al"), (&second, "bob")] {
+                    let h = bearer(&key.sign(&claims(name)));
+                    assert_eq!(clients.authenticate(&h).await.unwrap().name, name);
+                }
+                server.wait_for_hits(before + 1).await;
+            }
+        }
         // And the refresh takes the new set once it is good.
         server.set(200, jwks(&[third.jwk(true)]));
         assert_eq!(
@@ -1335,4 +1356,37 @@ fn rsa_and_ed25519_keys_check_the_algorithms_of_their_type() {
         auth(&rt, &clients, &bearer(&ed_as_rsa)),
         "EdDSA under an RSA key's kid",
     );
+}
+
+#[test]
+fn a_slow_issuer_holds_no_request_for_keys_already_in_hand() {
+    let dir = temp_dir("clients-jwks-slow");
+    let rt = runtime();
+    let key = SigningKey::new("k", Algorithm::ES256);
+    rt.block_on(async {
+        let server = JwksServer::start(jwks(&[key.jwk(true)])).await;
+        let clients = load_in(
+            &dir,
+            &json!({"jwt": {"issuer": ISSUER, "audience": AUDIENCE, "jwks_url": server.url}}),
+            &[],
+        )
+        .unwrap();
+        let h = bearer(&key.sign(&claims("a")));
+        clients.authenticate(&h).await.unwrap();
+        // The keys are due for a refresh and the issuer takes 5 s to answer:
+        // requests go on with the keys in hand meanwhile.
+        clients.set_jwks_timing(Timing {
+            refresh: Duration::ZERO,
+            pause: Duration::ZERO,
+        });
+        server.set_delay(Duration::from_secs(5));
+        let answered = tokio::time::timeout(Duration::from_secs(2), async {
+            for _ in 0..3 {
+                clients.authenticate(&h).await.unwrap();
+            }
+        })
+        .await;
+        assert!(answered.is_ok(), "a request waited for the slow issuer");
+        server.wait_for_hits(2).await;
+    });
 }

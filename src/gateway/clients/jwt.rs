@@ -324,14 +324,6 @@ impl Keys {
         Ok((Keys { keys }, notes))
     }
 
-    pub fn len(&self) -> usize {
-        self.keys.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
-    }
-
     /// The key for a token's header: the one its `kid` names, or the only
     /// key when it names none.
     fn find(&self, kid: Option<&str>) -> Option<&Key> {
@@ -506,20 +498,32 @@ impl Fetched {
         &self.url
     }
 
-    /// The keys to check a token with: fetched first if there are none yet
-    /// or they are older than [`Timing::refresh`], or if `stale` (a `kid`
-    /// they lack).
-    pub async fn keys(&self, stale: bool) -> Option<Arc<Keys>> {
+    /// The keys to check a token with. With none yet, or when `stale` (a
+    /// `kid` they lack), they are fetched first, the request waiting for
+    /// it; keys older than [`Timing::refresh`] are used as they are while
+    /// a fetch runs beside the request, so that no request waits on a slow
+    /// issuer for keys it already has.
+    pub async fn keys(self: &Arc<Self>, stale: bool) -> Option<Arc<Keys>> {
         let current = self
             .keys
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        let due = match &current {
-            None => true,
-            Some((_, at)) => stale || at.elapsed() >= self.timing().refresh,
-        };
-        if due && self.may_fetch() {
+        if let Some((keys, at)) = current
+            && !stale
+        {
+            if at.elapsed() >= self.timing().refresh && self.may_fetch() {
+                let this = Arc::clone(self);
+                tokio::spawn(async move {
+                    let _one = this.fetching.lock().await;
+                    if this.may_fetch() {
+                        this.fetch().await;
+                    }
+                });
+            }
+            return Some(keys);
+        }
+        if self.may_fetch() {
             let _one = self.fetching.lock().await;
             // Another request may have fetched while this one waited.
             if self.may_fetch() {

@@ -12,8 +12,8 @@
 //! The file is reloaded when it changes ([`Clients::watch`]); a reload that
 //! fails keeps the last good one.
 
-pub mod file;
-pub mod jwt;
+mod file;
+mod jwt;
 
 use std::collections::BTreeSet;
 use std::fmt;
