@@ -10,21 +10,25 @@
 //! little less; an abbreviation's name term, a WordNet synonym, a Chinese
 //! character alone (of a longer word) or its English, less again. Where the
 //! tool has it counts too: its name and description in full, its parameter
-//! names and parameter text much less. Each unit weighs as much as its word
-//! is rare among the tools (a word no tool has weighs most), so a common word
-//! (`file`, `get`, `list`) covers less of a query than the word that says
-//! what the request is about.
+//! names and parameter text much less.
 //!
 //! A tool fits the query on its own when it covers one of the query's
 //! content words directly ([`DIRECT`] or more) that is not a light word (a
 //! word that says little about what is asked: `some`, `next`, `off`,
 //! `large`, `turn`, `一下`, `所有`), or when it covers at least [`MIN_COVER`]
-//! of the query. A search activates its best-ranked tool only if that fits;
-//! then each next one that fits too and is about as good a match as the best:
-//! its score at least [`CLOSE_SCORE`] of the best's, or its cover at least
-//! [`CLOSE_COVER`] of the best's. A request whose words no tool has (`play
-//! some jazz on Spotify`), or whose best match rests only on light words or
-//! on weak evidence, activates nothing.
+//! of the query, unless the request is mostly about things the registry
+//! does not have: the tool matches at most one of the query's words
+//! directly, and fewer than half of the query's words (not counting light
+//! ones) are matched by any tool at all, by any evidence (`charge the
+//! customer's credit card 49 dollars` against tools that know `card` and
+//! nothing of charges, credit or dollars).
+//!
+//! A search activates its best-ranked tool only if that fits; then each
+//! next one that fits too and is about as good a match as the best: its
+//! score at least [`CLOSE_SCORE`] of the best's, or its cover at least
+//! [`CLOSE_COVER`] of the best's. A request whose words no tool has (`play some jazz on Spotify`),
+//! or whose best match rests only on light words or on weak evidence,
+//! activates nothing.
 
 use std::collections::HashSet;
 use std::sync::OnceLock;
@@ -158,6 +162,8 @@ pub struct UnitCover {
     pub cover: f32,
     /// The evidence: the term, where it came from and the field, when covered.
     pub by: Option<String>,
+    /// Some tool (this one or another) matches the word, by any evidence.
+    pub known: bool,
 }
 
 /// Whether a tool fits the query, and what that rests on.
@@ -167,6 +173,10 @@ pub struct Fit {
     pub fits: bool,
     /// The covered share of the query's content words (0 to 1).
     pub cover: f32,
+    /// The request is mostly about words no tool has, and this tool matches
+    /// at most one of its words directly: it does not fit, whatever its
+    /// cover (see the module doc).
+    pub mostly_unknown: bool,
     pub units: Vec<UnitCover>,
 }
 
@@ -185,10 +195,22 @@ impl Fit {
             .filter(|u| u.cover == 0.0)
             .map(|u| format!("`{}`", u.word))
             .collect();
+        let unknown: Vec<String> = self
+            .units
+            .iter()
+            .filter(|u| !u.light && !u.known)
+            .map(|u| format!("`{}`", u.word))
+            .collect();
         let mut s = if self.fits {
             format!("fits, covering {:.0}% of the query", self.cover * 100.0)
         } else if covered.is_empty() {
             "falls short: matches none of the query's words".to_string()
+        } else if self.mostly_unknown {
+            format!(
+                "falls short: the query is mostly about what no tool has ({} matched by \
+                 none), and this tool matches at most one of its words directly",
+                unknown.join(", ")
+            )
         } else {
             format!(
                 "falls short: covers {:.0}% of the query (a fit needs {:.0}%, or one word \
@@ -221,6 +243,12 @@ fn strength(t: &QueryTerm) -> f32 {
         Origin::WordNet => 0.4,
         Origin::Shape | Origin::Question | Origin::Plural => 0.0,
     }
+}
+
+/// Whether a term of this origin counts as a tool having the query's word
+/// at all (for [`UnitCover::known`]).
+fn says_something(t: &QueryTerm) -> bool {
+    strength(t) > 0.0
 }
 
 /// One ranked tool, and whether a search activates it.
@@ -296,9 +324,18 @@ impl SearchIndex {
     pub(super) fn fit_with(&self, terms: &[QueryTerm], units: &[Unit], tool: usize) -> Option<Fit> {
         let counts = self.corpus.per_tool.get(tool)?;
         let mut cover = vec![(0f32, None::<(u32, Origin, usize)>); units.len()];
+        // Whether some indexed tool matches the unit at all.
+        let mut known = vec![false; units.len()];
         for t in terms {
             if t.unit == NO_UNIT && t.unit2 == NO_UNIT {
                 continue;
+            }
+            if says_something(t) && !self.postings[t.id as usize].is_empty() {
+                for u in [t.unit, t.unit2] {
+                    if u != NO_UNIT {
+                        known[u as usize - 1] = true;
+                    }
+                }
             }
             let Ok(k) = counts.binary_search_by_key(&t.id, |(id, _)| *id) else {
                 continue;
@@ -319,16 +356,17 @@ impl SearchIndex {
             }
         }
         let mut covered = 0.0;
-        let (mut heavy, mut heavy_covered) = (0usize, 0.0);
-        let mut direct = false;
+        let (mut heavy, mut heavy_covered, mut heavy_known) = (0usize, 0.0, 0usize);
+        let mut direct = 0usize;
         let mut out = Vec::with_capacity(units.len());
-        for (u, (c, by)) in units.iter().zip(cover) {
+        for ((u, (c, by)), known) in units.iter().zip(cover).zip(known) {
             let light = is_light(&u.text);
             covered += c;
             if !light {
                 heavy += 1;
                 heavy_covered += c;
-                direct |= c >= DIRECT;
+                heavy_known += usize::from(known);
+                direct += usize::from(c >= DIRECT);
             }
             out.push(UnitCover {
                 word: u.text.clone(),
@@ -342,12 +380,15 @@ impl SearchIndex {
                         super::explain::FIELD_NAMES[field]
                     )
                 }),
+                known,
             });
         }
         let share = |c: f32, n: usize| if n == 0 { 0.0 } else { c / n as f32 };
+        let mostly_unknown = direct <= 1 && 2 * heavy_known < heavy;
         Some(Fit {
-            fits: direct || share(heavy_covered, heavy) >= MIN_COVER,
+            fits: !mostly_unknown && (direct > 0 || share(heavy_covered, heavy) >= MIN_COVER),
             cover: share(covered, units.len()),
+            mostly_unknown,
             units: out,
         })
     }
@@ -439,6 +480,35 @@ mod tests {
         assert_eq!(activated(&reg, &idx, "read_file"), ["read_file"]);
         let got = activated(&reg, &idx, "the living room read_file");
         assert!(got.contains(&"read_file".to_string()), "{got:?}");
+    }
+
+    #[test]
+    fn a_request_mostly_about_what_no_tool_has_activates_nothing() {
+        let reg = registry(&[
+            ("list_cards", "List the saved cards of a dashboard"),
+            ("delete_card", "Delete a card from a dashboard"),
+            ("list_users", "List the users of the customer account"),
+        ]);
+        let idx = SearchIndex::new(&reg);
+        // `card` is a word the tools have, directly; `charge`, `credit` and
+        // `dollars` no tool has at all.
+        let q = "charge the credit card 49 dollars";
+        assert!(!idx.rank(q, |_| true).is_empty());
+        assert_eq!(activated(&reg, &idx, q), Vec::<String>::new());
+        let fit = idx.fit(q, 0).unwrap();
+        assert!(fit.mostly_unknown && !fit.fits, "{fit:?}");
+        let reason = fit.reason();
+        assert!(reason.contains("no tool has"), "{reason}");
+        assert!(reason.contains("`charg`"), "{reason}");
+        // The same one direct match, where the other words are the tools'
+        // too, still fits.
+        assert_eq!(
+            activated(&reg, &idx, "delete the card from my dashboard"),
+            ["delete_card"]
+        );
+        // And so does a tool matching two of the words directly.
+        let q = "list the customer cards and their dollars";
+        assert!(activated(&reg, &idx, q).contains(&"list_cards".to_string()));
     }
 
     #[test]
