@@ -24,9 +24,12 @@
 //! nothing of charges, credit or dollars).
 //!
 //! A search activates its best-ranked tool only if that fits; then each
-//! next one that fits too and is about as good a match as the best: its
-//! score at least [`CLOSE_SCORE`] of the best's, or its cover at least
-//! [`CLOSE_COVER`] of the best's. A request whose words no tool has (`play some jazz on Spotify`),
+//! next one that fits too and is about as good a
+//! match as the best: its score at least [`CLOSE_SCORE`] of the best's, or
+//! its cover at least [`CLOSE_COVER`] of the best's; but not one whose
+//! matched words are only some of the best's and whose score is under
+//! [`SUBSUMED_SCORE`] of the best's: the best already does all it does, and
+//! more. A request whose words no tool has (`play some jazz on Spotify`),
 //! or whose best match rests only on light words or on weak evidence,
 //! activates nothing.
 
@@ -49,6 +52,9 @@ pub(super) const DIRECT: f32 = 0.7;
 pub const CLOSE_SCORE: f32 = 0.65;
 /// ... or its cover at least this share of the best's.
 pub const CLOSE_COVER: f32 = 0.9;
+/// A tool after the best that matches only some of the best's words is
+/// activated only with a score at least this share of the best's.
+pub const SUBSUMED_SCORE: f32 = 0.75;
 
 /// Words that say little about what is asked: a match on them alone is no
 /// match. Compared stemmed, as the index stems them.
@@ -229,6 +235,29 @@ impl Fit {
     }
 }
 
+impl Fit {
+    /// No match at all (a tool named verbatim that the index does not have).
+    fn none() -> Fit {
+        Fit {
+            fits: false,
+            cover: 0.0,
+            mostly_unknown: false,
+            units: Vec::new(),
+        }
+    }
+
+    /// Whether this match's words (those it matches at all, light ones
+    /// aside) are only some of `other`'s.
+    fn matches_less_than(&self, other: &Fit) -> bool {
+        let matched =
+            |f: &Fit| -> Vec<bool> { f.units.iter().map(|u| !u.light && u.cover > 0.0).collect() };
+        let (mine, theirs) = (matched(self), matched(other));
+        mine.len() == theirs.len()
+            && mine.iter().zip(&theirs).all(|(m, t)| !m || *t)
+            && mine != theirs
+    }
+}
+
 /// How strongly a term of this origin and weight stands for its unit.
 fn strength(t: &QueryTerm) -> f32 {
     match t.origin {
@@ -280,7 +309,8 @@ impl SearchIndex {
         let ranked = self.rank_scored(trimmed, &mut terms, eligible);
         let named: Vec<u32> = self.verbatim_names(trimmed).collect();
         let mut out: Vec<Ranked> = Vec::with_capacity(ranked.len());
-        let mut best: Option<(f32, f32)> = None;
+        // The best match: its score, cover and fit, once judged.
+        let mut best: Option<(f32, f32, Fit)> = None;
         let (mut taken, mut seen) = (0, 0);
         // Whether the best match has been judged: the first ranked tool that
         // is not a tool the model has already, or that is one and fits.
@@ -291,17 +321,27 @@ impl SearchIndex {
             if (free || taken < limit && seen < limit) && (!judged || best.is_some()) {
                 let verbatim = score.is_infinite() || named.contains(&(tool as u32));
                 let fit = self.fit_with(&terms, &units, tool);
-                let cover = fit.as_ref().map_or(0.0, |f| f.cover);
-                let fits = verbatim || fit.is_some_and(|f| f.fits);
-                activate = match best {
+                let fits = verbatim || fit.as_ref().is_some_and(|f| f.fits);
+                activate = match &best {
                     None => fits,
-                    Some((s, c)) => {
-                        verbatim || fits && (score >= CLOSE_SCORE * s || cover >= CLOSE_COVER * c)
+                    Some((s, c, b)) => {
+                        verbatim
+                            || fit.as_ref().is_some_and(|f| {
+                                f.fits
+                                    && (score >= CLOSE_SCORE * s || f.cover >= CLOSE_COVER * c)
+                                    && !(score < SUBSUMED_SCORE * s && f.matches_less_than(b))
+                            })
                     }
                 };
                 if !judged && (activate || !free) {
                     judged = true;
-                    best = activate.then_some((score, cover));
+                    if activate {
+                        best = Some((
+                            score,
+                            fit.as_ref().map_or(0.0, |f| f.cover),
+                            fit.unwrap_or_else(Fit::none),
+                        ));
+                    }
                 }
             }
             if !free {
@@ -509,6 +549,33 @@ mod tests {
         // And so does a tool matching two of the words directly.
         let q = "list the customer cards and their dollars";
         assert!(activated(&reg, &idx, q).contains(&"list_cards".to_string()));
+    }
+
+    #[test]
+    fn a_match_on_only_some_of_the_best_matchs_words_is_not_loaded() {
+        let reg = registry(&[
+            ("install_helm_chart", "Install a Helm chart"),
+            ("upgrade_helm_chart", "Upgrade a Helm chart"),
+            ("install_package", "Install a package"),
+            ("install_plugin", "Install a plugin"),
+        ]);
+        let idx = SearchIndex::new(&reg);
+        // `upgrade_helm_chart` scores close to the best (`install` is a
+        // common word here), but matches only words the best has too.
+        let q = "install the helm chart";
+        let ranked = idx.rank_fitting(q, |_| true, 4, |_| false);
+        assert_eq!(ranked[1].tool, 1, "{ranked:?}");
+        assert!(idx.fit(q, 1).unwrap().fits);
+        assert_eq!(activated(&reg, &idx, q), ["install_helm_chart"]);
+        // Tools matching the same words are both loaded, and so is one
+        // that matches a word the best does not.
+        assert_eq!(
+            activated(&reg, &idx, "helm chart"),
+            ["install_helm_chart", "upgrade_helm_chart"]
+        );
+        let mut both = activated(&reg, &idx, "install or upgrade a helm chart");
+        both.sort();
+        assert_eq!(both, ["install_helm_chart", "upgrade_helm_chart"]);
     }
 
     #[test]

@@ -138,7 +138,7 @@ fn activation_figures_per_set() {
     // (set, no-answer requests that activate nothing at least).
     for (label, r) in &reports {
         let (recall, per_query, abstained) = match *label {
-            "tuned" => (0.98, 2.5, 0),
+            "tuned" => (0.975, 2.5, 0),
             "held-out dev" => (0.94, 3.0, 0),
             "held-out untouched" => (0.84, 3.0, 0),
             "registries dev" => (0.77, 3.0, 0),
