@@ -23,8 +23,8 @@
 //! customer's credit card 49 dollars` against tools that know `card` and
 //! nothing of charges, credit or dollars).
 //!
-//! A search activates its best-ranked tool only if that fits; then each
-//! next one that fits too and is about as good a
+//! A search activates the best-ranked tool that fits, among the first
+//! `limit` ranked; then each next one that fits too and is about as good a
 //! match as the best: its score at least [`CLOSE_SCORE`] of the best's, or
 //! its cover at least [`CLOSE_COVER`] of the best's; but not one whose
 //! matched words are only some of the best's and whose score is under
@@ -236,16 +236,6 @@ impl Fit {
 }
 
 impl Fit {
-    /// No match at all (a tool named verbatim that the index does not have).
-    fn none() -> Fit {
-        Fit {
-            fits: false,
-            cover: 0.0,
-            mostly_unknown: false,
-            units: Vec::new(),
-        }
-    }
-
     /// Whether this match's words (those it matches at all, light ones
     /// aside) are only some of `other`'s.
     fn matches_less_than(&self, other: &Fit) -> bool {
@@ -312,17 +302,15 @@ impl SearchIndex {
         // The best match: its score, cover and fit, once judged.
         let mut best: Option<(f32, f32, Fit)> = None;
         let (mut taken, mut seen) = (0, 0);
-        // Whether the best match has been judged: the first ranked tool that
-        // is not a tool the model has already, or that is one and fits.
-        let mut judged = false;
         for &(tool, score) in &ranked {
             let mut activate = false;
             let free = free(tool);
-            if (free || taken < limit && seen < limit) && (!judged || best.is_some()) {
+            if free || taken < limit && seen < limit {
                 let verbatim = score.is_infinite() || named.contains(&(tool as u32));
                 let fit = self.fit_with(&terms, &units, tool);
                 let fits = verbatim || fit.as_ref().is_some_and(|f| f.fits);
                 activate = match &best {
+                    // The best-ranked tool that fits is the best match.
                     None => fits,
                     Some((s, c, b)) => {
                         verbatim
@@ -333,15 +321,11 @@ impl SearchIndex {
                             })
                     }
                 };
-                if !judged && (activate || !free) {
-                    judged = true;
-                    if activate {
-                        best = Some((
-                            score,
-                            fit.as_ref().map_or(0.0, |f| f.cover),
-                            fit.unwrap_or_else(Fit::none),
-                        ));
-                    }
+                if best.is_none()
+                    && activate
+                    && let Some(f) = fit
+                {
+                    best = Some((score, f.cover, f));
                 }
             }
             if !free {
@@ -576,6 +560,26 @@ mod tests {
         let mut both = activated(&reg, &idx, "install or upgrade a helm chart");
         both.sort();
         assert_eq!(both, ["install_helm_chart", "upgrade_helm_chart"]);
+    }
+
+    #[test]
+    fn the_best_match_is_the_best_ranked_tool_that_fits() {
+        let reg = registry(&[
+            (
+                "turn_off_next",
+                "Turn off the next one, turn off all, turn off every other",
+            ),
+            ("heater_control", "Control the heater"),
+        ]);
+        let idx = SearchIndex::new(&reg);
+        let q = "turn off the heater";
+        let ranked = idx.rank(q, |_| true);
+        assert_eq!(ranked, [0, 1], "the light words rank first");
+        assert!(!idx.fit(q, 0).unwrap().fits);
+        assert_eq!(activated(&reg, &idx, q), ["heater_control"]);
+        // Only among the first `limit` ranked.
+        let only_one = idx.rank_fitting(q, |_| true, 1, |_| false);
+        assert!(only_one.iter().all(|r| !r.activate), "{only_one:?}");
     }
 
     #[test]
