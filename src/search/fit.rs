@@ -104,7 +104,6 @@ const LIGHT: &[&str] = &[
     "take",
     "tell",
     "thing",
-    "time",
     "today",
     "tomorrow",
     "tonight",
@@ -580,6 +579,26 @@ mod tests {
         // Only among the first `limit` ranked.
         let only_one = idx.rank_fitting(q, |_| true, 1, |_| false);
         assert!(only_one.iter().all(|r| !r.activate), "{only_one:?}");
+    }
+
+    #[test]
+    fn time_is_what_a_question_about_time_asks() {
+        let reg = registry(&[
+            (
+                "get_current_time",
+                "Get the current time in a given timezone",
+            ),
+            ("browser_wait_for", "Wait for some time to pass"),
+            ("read_file", "Read a file"),
+        ]);
+        let idx = SearchIndex::new(&reg);
+        let got = activated(&reg, &idx, "what's the time in London");
+        assert!(got.contains(&"get_current_time".to_string()), "{got:?}");
+        let fit = idx.fit("what's the time in London", 0).unwrap();
+        assert!(
+            fit.units.iter().any(|u| u.word == "tim" && !u.light),
+            "{fit:?}"
+        );
     }
 
     #[test]
