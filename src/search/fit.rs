@@ -232,9 +232,7 @@ impl Fit {
         }
         s
     }
-}
 
-impl Fit {
     /// Whether this match's words (those it matches at all, light ones
     /// aside) are only some of `other`'s.
     fn matches_less_than(&self, other: &Fit) -> bool {
@@ -261,12 +259,6 @@ fn strength(t: &QueryTerm) -> f32 {
         Origin::WordNet => 0.4,
         Origin::Shape | Origin::Question | Origin::Plural => 0.0,
     }
-}
-
-/// Whether a term of this origin counts as a tool having the query's word
-/// at all (for [`UnitCover::known`]).
-fn says_something(t: &QueryTerm) -> bool {
-    strength(t) > 0.0
 }
 
 /// One ranked tool, and whether a search activates it.
@@ -353,7 +345,8 @@ impl SearchIndex {
             if t.unit == NO_UNIT && t.unit2 == NO_UNIT {
                 continue;
             }
-            if says_something(t) && !self.postings[t.id as usize].is_empty() {
+            // Any evidence says a tool has the word (a hint says nothing).
+            if strength(t) > 0.0 && !self.postings[t.id as usize].is_empty() {
                 for u in [t.unit, t.unit2] {
                     if u != NO_UNIT {
                         known[u as usize - 1] = true;
