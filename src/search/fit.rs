@@ -10,21 +10,28 @@
 //! little less; an abbreviation's name term, a WordNet synonym, a Chinese
 //! character alone (of a longer word) or its English, less again. Where the
 //! tool has it counts too: its name and description in full, its parameter
-//! names and parameter text much less. Each unit weighs as much as its word
-//! is rare among the tools (a word no tool has weighs most), so a common word
-//! (`file`, `get`, `list`) covers less of a query than the word that says
-//! what the request is about.
+//! names and parameter text much less.
 //!
 //! A tool fits the query on its own when it covers one of the query's
 //! content words directly ([`DIRECT`] or more) that is not a light word (a
 //! word that says little about what is asked: `some`, `next`, `off`,
 //! `large`, `turn`, `一下`, `所有`), or when it covers at least [`MIN_COVER`]
-//! of the query. A search activates its best-ranked tool only if that fits;
-//! then each next one that fits too and is about as good a match as the best:
-//! its score at least [`CLOSE_SCORE`] of the best's, or its cover at least
-//! [`CLOSE_COVER`] of the best's. A request whose words no tool has (`play
-//! some jazz on Spotify`), or whose best match rests only on light words or
-//! on weak evidence, activates nothing.
+//! of the query, unless the request is mostly about things the registry
+//! does not have: the tool matches at most one of the query's words
+//! directly, and fewer than half of the query's words (not counting light
+//! ones) are matched by any tool at all, by any evidence (`charge the
+//! customer's credit card 49 dollars` against tools that know `card` and
+//! nothing of charges, credit or dollars).
+//!
+//! A search activates the best-ranked tool that fits, among the first
+//! `limit` ranked; then each next one that fits too and is about as good a
+//! match as the best: its score at least [`CLOSE_SCORE`] of the best's, or
+//! its cover at least [`CLOSE_COVER`] of the best's; but not one whose
+//! matched words are only some of the best's and whose score is under
+//! [`SUBSUMED_SCORE`] of the best's: the best already does all it does, and
+//! more. A request whose words no tool has (`play some jazz on Spotify`),
+//! or whose best match rests only on light words or on weak evidence,
+//! activates nothing.
 
 use std::collections::HashSet;
 use std::sync::OnceLock;
@@ -45,6 +52,9 @@ pub(super) const DIRECT: f32 = 0.7;
 pub const CLOSE_SCORE: f32 = 0.65;
 /// ... or its cover at least this share of the best's.
 pub const CLOSE_COVER: f32 = 0.9;
+/// A tool after the best that matches only some of the best's words is
+/// activated only with a score at least this share of the best's.
+pub const SUBSUMED_SCORE: f32 = 0.75;
 
 /// Words that say little about what is asked: a match on them alone is no
 /// match. Compared stemmed, as the index stems them.
@@ -94,7 +104,6 @@ const LIGHT: &[&str] = &[
     "take",
     "tell",
     "thing",
-    "time",
     "today",
     "tomorrow",
     "tonight",
@@ -158,6 +167,8 @@ pub struct UnitCover {
     pub cover: f32,
     /// The evidence: the term, where it came from and the field, when covered.
     pub by: Option<String>,
+    /// Some tool (this one or another) matches the word, by any evidence.
+    pub known: bool,
 }
 
 /// Whether a tool fits the query, and what that rests on.
@@ -167,6 +178,10 @@ pub struct Fit {
     pub fits: bool,
     /// The covered share of the query's content words (0 to 1).
     pub cover: f32,
+    /// The request is mostly about words no tool has, and this tool matches
+    /// at most one of its words directly: it does not fit, whatever its
+    /// cover (see the module doc).
+    pub mostly_unknown: bool,
     pub units: Vec<UnitCover>,
 }
 
@@ -185,10 +200,22 @@ impl Fit {
             .filter(|u| u.cover == 0.0)
             .map(|u| format!("`{}`", u.word))
             .collect();
+        let unknown: Vec<String> = self
+            .units
+            .iter()
+            .filter(|u| !u.light && !u.known)
+            .map(|u| format!("`{}`", u.word))
+            .collect();
         let mut s = if self.fits {
             format!("fits, covering {:.0}% of the query", self.cover * 100.0)
         } else if covered.is_empty() {
             "falls short: matches none of the query's words".to_string()
+        } else if self.mostly_unknown {
+            format!(
+                "falls short: the query is mostly about what no tool has ({} matched by \
+                 none), and this tool matches at most one of its words directly",
+                unknown.join(", ")
+            )
         } else {
             format!(
                 "falls short: covers {:.0}% of the query (a fit needs {:.0}%, or one word \
@@ -204,6 +231,17 @@ impl Fit {
             s += &format!("; not {}", missing.join(", "));
         }
         s
+    }
+
+    /// Whether this match's words (those it matches at all, light ones
+    /// aside) are only some of `other`'s.
+    fn matches_less_than(&self, other: &Fit) -> bool {
+        let matched =
+            |f: &Fit| -> Vec<bool> { f.units.iter().map(|u| !u.light && u.cover > 0.0).collect() };
+        let (mine, theirs) = (matched(self), matched(other));
+        mine.len() == theirs.len()
+            && mine.iter().zip(&theirs).all(|(m, t)| !m || *t)
+            && mine != theirs
     }
 }
 
@@ -252,28 +290,33 @@ impl SearchIndex {
         let ranked = self.rank_scored(trimmed, &mut terms, eligible);
         let named: Vec<u32> = self.verbatim_names(trimmed).collect();
         let mut out: Vec<Ranked> = Vec::with_capacity(ranked.len());
-        let mut best: Option<(f32, f32)> = None;
+        // The best match: its score, cover and fit, once judged.
+        let mut best: Option<(f32, f32, Fit)> = None;
         let (mut taken, mut seen) = (0, 0);
-        // Whether the best match has been judged: the first ranked tool that
-        // is not a tool the model has already, or that is one and fits.
-        let mut judged = false;
         for &(tool, score) in &ranked {
             let mut activate = false;
             let free = free(tool);
-            if (free || taken < limit && seen < limit) && (!judged || best.is_some()) {
+            if free || taken < limit && seen < limit {
                 let verbatim = score.is_infinite() || named.contains(&(tool as u32));
                 let fit = self.fit_with(&terms, &units, tool);
-                let cover = fit.as_ref().map_or(0.0, |f| f.cover);
-                let fits = verbatim || fit.is_some_and(|f| f.fits);
-                activate = match best {
+                let fits = verbatim || fit.as_ref().is_some_and(|f| f.fits);
+                activate = match &best {
+                    // The best-ranked tool that fits is the best match.
                     None => fits,
-                    Some((s, c)) => {
-                        verbatim || fits && (score >= CLOSE_SCORE * s || cover >= CLOSE_COVER * c)
+                    Some((s, c, b)) => {
+                        verbatim
+                            || fit.as_ref().is_some_and(|f| {
+                                f.fits
+                                    && (score >= CLOSE_SCORE * s || f.cover >= CLOSE_COVER * c)
+                                    && !(score < SUBSUMED_SCORE * s && f.matches_less_than(b))
+                            })
                     }
                 };
-                if !judged && (activate || !free) {
-                    judged = true;
-                    best = activate.then_some((score, cover));
+                if best.is_none()
+                    && activate
+                    && let Some(f) = fit
+                {
+                    best = Some((score, f.cover, f));
                 }
             }
             if !free {
@@ -296,9 +339,19 @@ impl SearchIndex {
     pub(super) fn fit_with(&self, terms: &[QueryTerm], units: &[Unit], tool: usize) -> Option<Fit> {
         let counts = self.corpus.per_tool.get(tool)?;
         let mut cover = vec![(0f32, None::<(u32, Origin, usize)>); units.len()];
+        // Whether some indexed tool matches the unit at all.
+        let mut known = vec![false; units.len()];
         for t in terms {
             if t.unit == NO_UNIT && t.unit2 == NO_UNIT {
                 continue;
+            }
+            // Any evidence says a tool has the word (a hint says nothing).
+            if strength(t) > 0.0 && !self.postings[t.id as usize].is_empty() {
+                for u in [t.unit, t.unit2] {
+                    if u != NO_UNIT {
+                        known[u as usize - 1] = true;
+                    }
+                }
             }
             let Ok(k) = counts.binary_search_by_key(&t.id, |(id, _)| *id) else {
                 continue;
@@ -319,16 +372,17 @@ impl SearchIndex {
             }
         }
         let mut covered = 0.0;
-        let (mut heavy, mut heavy_covered) = (0usize, 0.0);
-        let mut direct = false;
+        let (mut heavy, mut heavy_covered, mut heavy_known) = (0usize, 0.0, 0usize);
+        let mut direct = 0usize;
         let mut out = Vec::with_capacity(units.len());
-        for (u, (c, by)) in units.iter().zip(cover) {
+        for ((u, (c, by)), known) in units.iter().zip(cover).zip(known) {
             let light = is_light(&u.text);
             covered += c;
             if !light {
                 heavy += 1;
                 heavy_covered += c;
-                direct |= c >= DIRECT;
+                heavy_known += usize::from(known);
+                direct += usize::from(c >= DIRECT);
             }
             out.push(UnitCover {
                 word: u.text.clone(),
@@ -342,12 +396,15 @@ impl SearchIndex {
                         super::explain::FIELD_NAMES[field]
                     )
                 }),
+                known,
             });
         }
         let share = |c: f32, n: usize| if n == 0 { 0.0 } else { c / n as f32 };
+        let mostly_unknown = direct <= 1 && 2 * heavy_known < heavy;
         Some(Fit {
-            fits: direct || share(heavy_covered, heavy) >= MIN_COVER,
+            fits: !mostly_unknown && (direct > 0 || share(heavy_covered, heavy) >= MIN_COVER),
             cover: share(covered, units.len()),
+            mostly_unknown,
             units: out,
         })
     }
@@ -439,6 +496,102 @@ mod tests {
         assert_eq!(activated(&reg, &idx, "read_file"), ["read_file"]);
         let got = activated(&reg, &idx, "the living room read_file");
         assert!(got.contains(&"read_file".to_string()), "{got:?}");
+    }
+
+    #[test]
+    fn a_request_mostly_about_what_no_tool_has_activates_nothing() {
+        let reg = registry(&[
+            ("list_cards", "List the saved cards of a dashboard"),
+            ("delete_card", "Delete a card from a dashboard"),
+            ("list_users", "List the users of the customer account"),
+        ]);
+        let idx = SearchIndex::new(&reg);
+        // `card` is a word the tools have, directly; `charge`, `credit` and
+        // `dollars` no tool has at all.
+        let q = "charge the credit card 49 dollars";
+        assert!(!idx.rank(q, |_| true).is_empty());
+        assert_eq!(activated(&reg, &idx, q), Vec::<String>::new());
+        let fit = idx.fit(q, 0).unwrap();
+        assert!(fit.mostly_unknown && !fit.fits, "{fit:?}");
+        let reason = fit.reason();
+        assert!(reason.contains("no tool has"), "{reason}");
+        assert!(reason.contains("`charg`"), "{reason}");
+        // The same one direct match, where the other words are the tools'
+        // too, still fits.
+        assert_eq!(
+            activated(&reg, &idx, "delete the card from my dashboard"),
+            ["delete_card"]
+        );
+        // And so does a tool matching two of the words directly.
+        let q = "list the customer cards and their dollars";
+        assert!(activated(&reg, &idx, q).contains(&"list_cards".to_string()));
+    }
+
+    #[test]
+    fn a_match_on_only_some_of_the_best_matchs_words_is_not_loaded() {
+        let reg = registry(&[
+            ("install_helm_chart", "Install a Helm chart"),
+            ("upgrade_helm_chart", "Upgrade a Helm chart"),
+            ("install_package", "Install a package"),
+            ("install_plugin", "Install a plugin"),
+        ]);
+        let idx = SearchIndex::new(&reg);
+        // `upgrade_helm_chart` scores close to the best (`install` is a
+        // common word here), but matches only words the best has too.
+        let q = "install the helm chart";
+        let ranked = idx.rank_fitting(q, |_| true, 4, |_| false);
+        assert_eq!(ranked[1].tool, 1, "{ranked:?}");
+        assert!(idx.fit(q, 1).unwrap().fits);
+        assert_eq!(activated(&reg, &idx, q), ["install_helm_chart"]);
+        // Tools matching the same words are both loaded, and so is one
+        // that matches a word the best does not.
+        assert_eq!(
+            activated(&reg, &idx, "helm chart"),
+            ["install_helm_chart", "upgrade_helm_chart"]
+        );
+        let mut both = activated(&reg, &idx, "install or upgrade a helm chart");
+        both.sort();
+        assert_eq!(both, ["install_helm_chart", "upgrade_helm_chart"]);
+    }
+
+    #[test]
+    fn the_best_match_is_the_best_ranked_tool_that_fits() {
+        let reg = registry(&[
+            (
+                "turn_off_next",
+                "Turn off the next one, turn off all, turn off every other",
+            ),
+            ("heater_control", "Control the heater"),
+        ]);
+        let idx = SearchIndex::new(&reg);
+        let q = "turn off the heater";
+        let ranked = idx.rank(q, |_| true);
+        assert_eq!(ranked, [0, 1], "the light words rank first");
+        assert!(!idx.fit(q, 0).unwrap().fits);
+        assert_eq!(activated(&reg, &idx, q), ["heater_control"]);
+        // Only among the first `limit` ranked.
+        let only_one = idx.rank_fitting(q, |_| true, 1, |_| false);
+        assert!(only_one.iter().all(|r| !r.activate), "{only_one:?}");
+    }
+
+    #[test]
+    fn time_is_what_a_question_about_time_asks() {
+        let reg = registry(&[
+            (
+                "get_current_time",
+                "Get the current time in a given timezone",
+            ),
+            ("browser_wait_for", "Wait for some time to pass"),
+            ("read_file", "Read a file"),
+        ]);
+        let idx = SearchIndex::new(&reg);
+        let got = activated(&reg, &idx, "what's the time in London");
+        assert!(got.contains(&"get_current_time".to_string()), "{got:?}");
+        let fit = idx.fit("what's the time in London", 0).unwrap();
+        assert!(
+            fit.units.iter().any(|u| u.word == "tim" && !u.light),
+            "{fit:?}"
+        );
     }
 
     #[test]

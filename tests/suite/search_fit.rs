@@ -18,20 +18,22 @@
 //! and 0 / 24, 1 / 24 (fixtures) and 1 / 24, 1 / 24 (project) of the
 //! no-answer requests (development / untouched half) activated nothing.
 //!
-//! After (a search activates only what fits), measured with the rule fixed
+//! After (a search activates only what fits), measured with the rules fixed
 //! on the development halves and the tuned set:
 //!
 //! | set | right tool activated | per query |
 //! | --- | ---: | ---: |
-//! | tuned (fixtures) | 0.985 | 2.40 |
-//! | held-out dev (fixtures) | 0.948 | 2.86 |
-//! | held-out untouched (fixtures) | 0.854 | 2.90 |
-//! | registries dev (project) | 0.783 | 2.87 |
-//! | registries untouched (project) | 0.659 | 2.85 |
+//! | tuned (fixtures) | 0.980 | 2.10 |
+//! | held-out dev (fixtures) | 0.959 | 2.76 |
+//! | held-out untouched (fixtures) | 0.854 | 2.75 |
+//! | registries dev (project) | 0.795 | 2.64 |
+//! | registries untouched (project) | 0.671 | 2.71 |
 //!
-//! and 15 / 24, 9 / 24 (fixtures) and 16 / 24, 7 / 24 (project) of the
-//! no-answer requests activate nothing. The floors below sit a little under
-//! these figures, so a change that loses them fails.
+//! and 18 / 24, 7 / 24 (fixtures) and 17 / 24, 8 / 24 (project) of the
+//! no-answer requests activate nothing. (The first round of this rule:
+//! 0.985 / 2.40, 0.948 / 2.86, 0.854 / 2.90, 0.783 / 2.87, 0.659 / 2.85,
+//! and 15, 9, 16 and 7 of 24.) The floors below sit a little under these
+//! figures, so a change that loses them fails.
 
 use toolpolicy::runtime::Engine;
 use toolpolicy::runtime::search_eval::{EvalFile, EvalReport, Floors, evaluate};
@@ -138,15 +140,15 @@ fn activation_figures_per_set() {
     // (set, no-answer requests that activate nothing at least).
     for (label, r) in &reports {
         let (recall, per_query, abstained) = match *label {
-            "tuned" => (0.98, 2.5, 0),
-            "held-out dev" => (0.94, 3.0, 0),
-            "held-out untouched" => (0.84, 3.0, 0),
-            "registries dev" => (0.77, 3.0, 0),
-            "registries untouched" => (0.64, 3.0, 0),
-            "no-answer dev (fixtures)" => (0.0, 0.0, 14),
-            "no-answer untouched (fixtures)" => (0.0, 0.0, 8),
-            "no-answer dev (project)" => (0.0, 0.0, 15),
-            "no-answer untouched (project)" => (0.0, 0.0, 6),
+            "tuned" => (0.975, 2.2, 0),
+            "held-out dev" => (0.95, 2.85, 0),
+            "held-out untouched" => (0.84, 2.85, 0),
+            "registries dev" => (0.78, 2.75, 0),
+            "registries untouched" => (0.66, 2.8, 0),
+            "no-answer dev (fixtures)" => (0.0, 0.0, 17),
+            "no-answer untouched (fixtures)" => (0.0, 0.0, 6),
+            "no-answer dev (project)" => (0.0, 0.0, 16),
+            "no-answer untouched (project)" => (0.0, 0.0, 7),
             other => panic!("no floor for {other}"),
         };
         if r.answerable > 0 {
