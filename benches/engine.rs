@@ -190,7 +190,7 @@ fn decide(c: &mut Criterion, base: &[Tool]) {
 
 /// The approach the existing extensions take: every pattern turned into a
 /// regex, all of them tried against the tool on every question, with the
-/// same precedence as SPEC 2.3. What depends only on the context (which rules
+/// same precedence as the decision order (docs/language.md). What depends only on the context (which rules
 /// apply, the settings) is worked out once, as any runtime would.
 struct Naive {
     rules: Vec<NaiveRule>,

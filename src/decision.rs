@@ -146,7 +146,7 @@ impl fmt::Display for Exposure {
     }
 }
 
-/// Which line of the decision procedure (SPEC 2.3) decided.
+/// Which line of the decision procedure (docs/language.md) decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CauseKind {
@@ -158,7 +158,7 @@ pub enum CauseKind {
     /// An unlocked tool (its definition is not the lock's), hidden or
     /// deferred by the effective `unlocked` setting.
     Lock,
-    /// `nodefer`, as SPEC 4 spells it (not serde's `no_defer`).
+    /// `nodefer`, as the command line spells it (not serde's `no_defer`).
     #[serde(rename = "nodefer")]
     NoDefer,
     Switch,
@@ -251,7 +251,7 @@ impl std::error::Error for ContextError {}
 /// The check every context goes through: a mode the policy does not declare is
 /// an error naming the closest declared modes (unless it declares none). A
 /// missing mode is the same error: rules inside mode blocks may hide what the
-/// top level exposes, so "the top level only" would fail open (SPEC 2.3).
+/// top level exposes, so "the top level only" would fail open (docs/language.md).
 pub fn check_mode(modes: &[String], mode: Option<&str>) -> Result<(), ContextError> {
     if modes.is_empty() || mode.is_some_and(|mode| modes.iter().any(|m| m == mode)) {
         return Ok(());
@@ -297,7 +297,7 @@ pub fn check_flags(named: &[String], flags: &BTreeSet<String>) -> Result<(), Con
 /// writes one, so a grant that could only be a slip (empty, white space at an
 /// end, `skill:` or `source:` with no pattern) is an error naming it, where
 /// it would otherwise match nothing without a word. An empty list is fine:
-/// it lets nothing through (SPEC 2.3).
+/// it lets nothing through (docs/language.md).
 pub fn check_grants(grants: Option<&[String]>) -> Result<(), ContextError> {
     for grant in grants.unwrap_or_default() {
         let (kind, pattern) = split_selector(grant);

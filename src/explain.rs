@@ -206,12 +206,12 @@ fn near_misses(policy: &Policy, item: &ItemRef<'_>) -> Vec<NearMiss> {
     out
 }
 
-/// Why a search tool decided active is not declared (SPEC 3.2).
+/// Why a search tool decided active is not declared (docs/runtime.md).
 pub const NOTHING_DEFERRED: &str = "nothing in the registry is deferred in this context, and a search tool is declared only while something is";
 
 /// Fills in [`Explanation::not_declared`] from the registry, so that explain
 /// and the plan agree. A search tool is decided active but declared only while
-/// something is deferred (SPEC 3.2); whether anything is depends on the
+/// something is deferred (docs/runtime.md); whether anything is depends on the
 /// registry, which the decision alone does not see.
 pub fn note_plan(
     e: &mut Explanation,
@@ -279,7 +279,7 @@ fn matching_selector<'a>(rule: &'a Rule, item: &ItemRef<'_>) -> Option<&'a Selec
     })
 }
 
-/// The precedence line of a rule kind in SPEC 2.3 (lower decides first).
+/// The precedence line of a rule kind in the decision order (lower decides first).
 fn line_of(kind: RuleKind) -> u8 {
     match kind {
         RuleKind::Guard => 1,

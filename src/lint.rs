@@ -118,7 +118,7 @@ pub fn lint_with(policy: &Policy, options: &Options<'_>) -> Vec<Diagnostic> {
 
 /// Findings about a registry whatever the policy, in registry order: its load
 /// warnings, and every tool whose name OpenAI or Anthropic would reject,
-/// with the name they are sent it under (SPEC 3.1 "Provider names").
+/// with the name they are sent it under (docs/registry.md).
 pub fn registry(registry: &Registry) -> Vec<LoadWarning> {
     let names = ProviderNames::new(registry);
     let mut out: Vec<(usize, LoadWarning)> = registry
@@ -183,7 +183,7 @@ fn literal_glob_chars(policy: &Policy, out: &mut Vec<Diagnostic>) {
     }
 }
 
-/// Skills are listed or hidden, never deferred (SPEC 2.3: lines 4 to 7 do not
+/// Skills are listed or hidden, never deferred (the decision order: lines 4 to 7 do not
 /// apply to them), so a `skill:` selector in `Defer` or `NoDefer` does nothing.
 /// A `source:` selector is left alone: it also picks tools.
 fn defer_on_skills(policy: &Policy, out: &mut Vec<Diagnostic>) {

@@ -1,4 +1,4 @@
-//! The reference interpreter: SPEC 2.3 read line by line, over the checked
+//! The reference interpreter: the decision order read line by line, over the checked
 //! policy, with no precomputation at all.
 //!
 //! It is deliberately slow and plain. It is the oracle the compiled table is
@@ -46,7 +46,7 @@ fn selector_matches(sel: &Selector, item: &ItemRef<'_>) -> bool {
     }
 }
 
-/// SPEC 2.1's hint table read off the entry's `annotations` as written: a
+/// The hint table (docs/hints.md) read off the entry's `annotations` as written: a
 /// value that is not a boolean is absent, and absent is MCP's default.
 fn has_hint(name: &str, annotations: &serde_json::Value) -> bool {
     let says = |key: &str, default: bool| {
@@ -180,7 +180,7 @@ fn failed_grant(policy: &Policy, ctx: &Context, item: &ItemRef<'_>) -> Option<Op
     None
 }
 
-/// SPEC 2.3, one line after another.
+/// The decision order, one line after another.
 pub fn decide(
     policy: &Policy,
     ctx: &Context,

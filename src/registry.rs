@@ -27,7 +27,7 @@ pub struct Tool {
     pub parameters: Value,
     /// Origin tag such as `builtin` or `mcp:github`.
     pub source: Option<String>,
-    /// The registry's own hint that the tool should be deferred (SPEC 2.3 line 7).
+    /// The registry's own hint that the tool should be deferred (line 7 of the decision order, docs/language.md).
     pub defer_loading: bool,
     /// What `hint:` selectors match, read from `extra["annotations"]` by
     /// [`Registry::new`] (whatever is set here before is replaced).
@@ -39,7 +39,7 @@ pub struct Tool {
     pub unlocked: bool,
     /// The entry's fields the engine does not read (`cache_control`, `strict`,
     /// `annotations`...), kept verbatim so that a provider request carries them
-    /// (SPEC 3.1). A `type` here other than `function` or `custom` makes the
+    /// (docs/registry.md). A `type` here other than `function` or `custom` makes the
     /// entry a provider's own server tool, see [`Tool::is_server_tool`].
     pub extra: Map<String, Value>,
 }
@@ -117,7 +117,7 @@ impl fmt::Display for LoadError {
 
 impl std::error::Error for LoadError {}
 
-/// An entry that loads but that its author should know about (SPEC 3.1:
+/// An entry that loads but that its author should know about (docs/registry.md:
 /// names that read alike). Commands print these; `policy check` counts them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadWarning {
@@ -393,7 +393,7 @@ impl SkillList {
 
 /// A key must pick one skill whatever the context: a key that is another
 /// skill's name resolves to that skill or to its own depending on which is
-/// listed (SPEC 3.3 `resolve_skill`), and a key shared by two skills resolves
+/// listed (`resolve_skill`), and a key shared by two skills resolves
 /// by listing order. Both are refused, naming the two entries.
 fn check_keys(skills: &Indexed<Skill>) -> Result<(), LoadError> {
     let mut keys: HashMap<&str, usize> = HashMap::new();

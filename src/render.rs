@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::diag::{Diagnostic, Severity, SourceFile};
 
-/// The JSON shape of one diagnostic (SPEC 4).
+/// The JSON shape of one diagnostic (docs/cli.md).
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct JsonDiagnostic {
     pub code: String,

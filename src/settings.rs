@@ -1,4 +1,4 @@
-//! Settings (SPEC 2.4): their keys, the values each takes, and their defaults.
+//! Settings (docs/language.md): their keys, the values each takes, and their defaults.
 
 use serde::{Deserialize, Serialize};
 
@@ -17,7 +17,7 @@ pub enum Key {
     Unlocked,
 }
 
-/// How activations persist (SPEC 3.3).
+/// How activations persist (docs/runtime.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Activation {

@@ -263,7 +263,7 @@ impl Table {
             }
         }
         let runtime = ctx.grants.as_ref().map(|grants| {
-            // An empty allow-list lets nothing through (SPEC 2.3); reading it
+            // An empty allow-list lets nothing through (docs/language.md); reading it
             // as "no grant restricts" would fail open.
             let mut g = RuntimeGrants {
                 restricts_tools: grants.is_empty(),
@@ -466,19 +466,19 @@ impl Table {
         out
     }
 
-    /// Guard tools of the registry in declaration order (SPEC 3.2).
+    /// Guard tools of the registry in declaration order (docs/runtime.md).
     pub fn guard_order(&self, registry: &Registry) -> Vec<usize> {
         Self::ordered(&self.guards, registry)
     }
 
-    /// Search tools of the registry in declaration order (SPEC 3.2).
+    /// Search tools of the registry in declaration order (docs/runtime.md).
     pub fn search_order(&self, registry: &Registry) -> Vec<usize> {
         Self::ordered(&self.searches, registry)
     }
 
     /// The tool names `search` statements give literally (no wildcard, no
     /// `source:`), in policy order: the names the engine's own search tool
-    /// may take (SPEC 5.1).
+    /// may take (docs/gateway.md).
     pub fn search_names(&self) -> impl Iterator<Item = &str> {
         self.searches
             .iter()

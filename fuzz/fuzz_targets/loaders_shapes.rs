@@ -112,7 +112,7 @@ fn tool_json(t: &GenTool) -> Value {
     }
 }
 
-/// A name the model would read as another (SPEC 3.1): a control or
+/// A name the model would read as another (docs/registry.md): a control or
 /// invisible character, white space at either end, or white space other
 /// than single spaces.
 fn unreadable(name: &str) -> bool {

@@ -6,7 +6,7 @@
 //! - a file that loads is UTF-8, its lints point into it, the table agrees
 //!   with the reference interpreter on items named after its own selectors,
 //!   and it formats: formatting twice changes nothing and the result parses
-//!   to the same policy (SPEC 4, `policy fmt`);
+//!   to the same policy (`policy fmt`);
 //! - a file that does not load has at least one error, every diagnostic
 //!   points into the text, rendering them works, and the formatter refuses
 //!   it.

@@ -1,4 +1,4 @@
-//! The gateway's registry (SPEC 5.2): every child's tools under
+//! The gateway's registry (docs/gateway.md): every child's tools under
 //! `NAME__tool`, with `source = mcp:NAME`, in servers-file order and then
 //! each server's own order, and the routes back to the child that owns each.
 //! Descriptions and input schemas are kept verbatim; the rest of an MCP tool

@@ -72,7 +72,7 @@ impl Connection {
         })
     }
 
-    /// One request that belongs to no session, in `ctx` (SPEC 5.2): its
+    /// One request that belongs to no session, in `ctx` (docs/gateway.md): its
     /// list is the context's first turn plus the call-through tool, a search
     /// returns schemas but activates nothing beyond the request, and a call
     /// reaches any tool the context does not hide. Made per request and

@@ -1,6 +1,6 @@
 //! `policy gateway --listen HOST:PORT`: MCP's streamable HTTP transport at
 //! `/mcp`, for any number of clients at once, in front of the servers the
-//! gateway started once and shares (SPEC 5.2, "Serving many clients over
+//! gateway started once and shares (docs/gateway.md, "Serving a team over
 //! HTTP").
 //!
 //! rmcp's server side speaks the transport: sessions named by

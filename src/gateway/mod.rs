@@ -1,4 +1,4 @@
-//! `policy gateway` (SPEC 5.2): an MCP server on standard input/output that
+//! `policy gateway` (docs/gateway.md): an MCP server on standard input/output that
 //! puts any MCP client behind a policy, in front of the servers the user
 //! already runs.
 //!

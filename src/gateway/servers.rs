@@ -1,4 +1,4 @@
-//! The servers file (SPEC 5.2): the JSON clients already keep their MCP
+//! The servers file (docs/gateway.md): the JSON clients already keep their MCP
 //! servers in, `{"mcpServers": {NAME: {command, args?, env?, cwd?}}}`, or VS
 //! Code's `{"servers": {...}}`. A remote server is `{url, headers?}`,
 //! reached over MCP's streamable HTTP transport. Read strictly: every problem

@@ -26,7 +26,7 @@ fn mode_spans(policy: &Policy) -> Vec<(String, Span)> {
 
 /// How many of the plan's deferred tools have no line of their own in the
 /// catalog: the catalog is a header, one line per tool shown, and one closing
-/// line standing for all the others (SPEC 3.2).
+/// line standing for all the others (docs/runtime.md).
 fn left_out(plan: &Plan) -> usize {
     let deferred = plan.deferred_len();
     let catalog = plan.catalog();

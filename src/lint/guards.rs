@@ -1,5 +1,5 @@
 //! `Hide`, `Defer` or `Grant` naming a guard or search tool (PL104): lines 1
-//! and 2 of SPEC 2.3 decide those before any of these rules is read.
+//! and 2 of the decision order decide those before any of these rules is read.
 
 use crate::ast::Selector;
 use crate::decision::ItemKind;

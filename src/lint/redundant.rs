@@ -4,7 +4,7 @@
 //! of the same kind, scope and `when` condition (or earlier in the same rule),
 //! already matches every name it does. Such a rule counts in exactly the same
 //! contexts as the earlier one and, coming later in the same scope, never
-//! decides anything (SPEC 2.3: the first in the file wins); a grant adds nothing
+//! decides anything (the decision order: the first in the file wins); a grant adds nothing
 //! to what the block lets through. Selectors of different kinds are never
 //! compared: `Grant(source:x)` after `Grant(*)` also restricts skills.
 

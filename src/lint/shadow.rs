@@ -3,7 +3,7 @@
 //!
 //! A `Defer`, `NoDefer` or `Hide` rule is shadowed when, in every context where
 //! it counts, every item it matches is decided by an earlier line of the
-//! decision procedure (SPEC 2.3). With a registry or skill list the items are
+//! decision procedure (docs/language.md). With a registry or skill list the items are
 //! those, and each decision is computed; without, a selector is covered in a
 //! context only when one earlier mechanism decides every item it can match (a
 //! selector that covers it, a grant filter it cannot pass, the global switch).
@@ -45,7 +45,7 @@ pub enum Verdict {
     },
 }
 
-/// The line of SPEC 2.3 a cause comes from, in the order lines are tried.
+/// The line of the decision order a cause comes from, in the order lines are tried.
 fn cause_rank(c: CauseKind) -> u8 {
     match c {
         CauseKind::Guard => 1,

@@ -9,7 +9,7 @@
 //! none), no bot, each bot with a block, or some other bot (only `bot *`
 //! applies to it), and any subset of the flags the policy's `when` blocks
 //! name. Those are all the contexts that can differ: a mode the policy does
-//! not declare, or none on a policy that declares some, is an error (SPEC
+//! not declare, or none on a policy that declares some, is an error (docs/language.md
 //! 2.3), and flags the policy never names change nothing.
 
 use std::collections::{BTreeSet, HashMap};
@@ -232,7 +232,7 @@ impl<'a> World<'a> {
         &self.grants[c][usize::from(block.specificity())]
     }
 
-    /// The grant filter blocks of context `c` (SPEC 2.3 line 3).
+    /// The grant filter blocks of context `c` (line 3 of the decision order, docs/language.md).
     pub fn filter_blocks(&self, c: usize) -> Vec<Scope> {
         let ctx = &self.contexts[c];
         let mut out = vec![Scope::Top];
@@ -313,7 +313,7 @@ fn enumerate(policy: &Policy) -> Option<Vec<Context>> {
         .chain(policy.settings.iter().filter_map(|s| s.when.as_ref()))
         .map(|c| c.flag.as_str())
         .collect();
-    // A policy with modes has no mode-less context (SPEC 2.3).
+    // A policy with modes has no mode-less context (docs/language.md).
     let modes: Vec<Option<String>> = if policy.modes.is_empty() {
         vec![None]
     } else {

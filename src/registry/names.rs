@@ -1,4 +1,4 @@
-//! Names the model reads must load what they show (SPEC 3.1).
+//! Names the model reads must load what they show (docs/registry.md).
 //!
 //! The catalog and search results show a name with its invisible characters
 //! removed and its white space folded, so a name those change would show as

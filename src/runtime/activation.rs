@@ -22,7 +22,7 @@ pub const MAX_MATCHES: usize = 10;
 /// client can be given (128 characters and a gateway's `SERVER__`).
 pub const ECHO_CHARS: usize = 200;
 
-/// The result of a search or a load (SPEC 3.3 and the `search` JSON of SPEC 4).
+/// The result of a search or a load (docs/runtime.md, and the `search` JSON in docs/cli.md).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 pub struct ActivationResult {
     /// Tools activated by this call, declared from the next step
@@ -177,7 +177,7 @@ fn tools(n: usize) -> &'static str {
 impl ActivationResult {
     /// Writes [`ActivationResult::text`] from the lists: each loaded tool
     /// with its one-line summary and, for [`Delivery::CallThrough`], its
-    /// parameter schema (SPEC 5.1).
+    /// parameter schema (docs/gateway.md).
     pub(crate) fn write_text(
         &mut self,
         verb: Verb,
@@ -239,7 +239,7 @@ impl ActivationResult {
             && self.over_limit.is_empty();
         let q = cut(&sanitize(query), ECHO_CHARS);
         if nothing && verb == Verb::Search && !q.is_empty() {
-            // Say so, and where to look instead (SPEC 3.3).
+            // Say so, and where to look instead (docs/runtime.md).
             let _ = writeln!(
                 t,
                 "No on-demand tool matches `{q}` well enough, so none was loaded."
@@ -318,7 +318,7 @@ fn loaded_line(t: &mut String, snap: &Snapshot, name: &str, delivery: Delivery<'
     }
 }
 
-/// What a direct call of a tool gets (SPEC 3.3 `call`).
+/// What a direct call of a tool gets (docs/runtime.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "outcome")]
 pub enum CallOutcome {

@@ -1,5 +1,5 @@
 //! The text the model reads about tools it has not been given: the
-//! `# On-demand tools` catalog and the `<available_skills>` block (SPEC 3.2).
+//! `# On-demand tools` catalog and the `<available_skills>` block (docs/runtime.md).
 //!
 //! Registry text comes from third parties (MCP servers, plugins), so every piece
 //! of it is *sanitized* before it reaches the prompt: control characters and

@@ -261,7 +261,7 @@ impl Snapshot {
 
     /// The index a search in the context of `base` uses: built without the
     /// context's hidden tools, so that a search answers exactly as if they
-    /// were absent (SPEC 3.3). Built on the first search in a context and
+    /// were absent (docs/runtime.md). Built on the first search in a context and
     /// shared by every context that hides the same tools. The snapshot holds
     /// at most [`INDEX_CACHE_LIMIT`] of them and a base plan only a weak
     /// reference, so memory stays bounded however many contexts search.
@@ -416,7 +416,7 @@ impl Engine {
     }
 
     /// Resumes a persisted session: its activations are rebuilt from the
-    /// evidence it kept, exactly as after a restart (SPEC 3.3). Names the
+    /// evidence it kept, exactly as after a restart (docs/runtime.md). Names the
     /// registry no longer has are dropped, so a changed registry can never
     /// make a resumed session activate a different tool.
     pub fn resume(&self, state: SessionState) -> Result<Session, ContextError> {

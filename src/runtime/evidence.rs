@@ -1,4 +1,4 @@
-//! Activation evidence (SPEC 3.3): what in the effective context of a chat
+//! Activation evidence (docs/runtime.md): what in the effective context of a chat
 //! proves that a tool was activated or used, so activations can be rebuilt at a
 //! new prompt, a mode switch or a restart.
 //!

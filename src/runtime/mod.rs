@@ -1,4 +1,4 @@
-//! The runtime (SPEC section 3): what an agent runtime embeds to decide, turn
+//! The runtime (docs/runtime.md): what an agent runtime embeds to decide, turn
 //! by turn, which tools it declares to the model.
 //!
 //! - [`Engine`]: shared by every chat (`Arc<Engine>`, `Send + Sync`). It holds
@@ -10,7 +10,7 @@
 //! - [`Plan`]: one turn: the declared tools, the deferred ones, the catalog,
 //!   the skills block and the meter; rendered for a provider with
 //!   [`Plan::provider_tools`].
-//! - [`replay`]: runs a scenario file (SPEC 3.4).
+//! - [`replay`]: runs a scenario file (docs/replay.md).
 //!
 //! ```
 //! use toolpolicy::runtime::Engine;

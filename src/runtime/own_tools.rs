@@ -1,9 +1,9 @@
-//! The engine's own tools (SPEC 5.1): the search tool and the call-through
+//! The engine's own tools (docs/gateway.md): the search tool and the call-through
 //! tool, defined once here so that every front end (the MCP gateway, the Node
 //! binding, a Rust host) offers the model the same definitions and reads it
 //! the same result texts.
 //!
-//! The plan itself declares registry tools only (SPEC 3.2); a front end adds
+//! The plan itself declares registry tools only (docs/runtime.md); a front end adds
 //! these with [`Plan::own_tools`], or takes the whole list in order with
 //! [`Plan::tool_list`]. A registry entry of the same name wins: the engine
 //! then defines nothing of that name.
@@ -52,7 +52,7 @@ pub fn tool_name_problem(name: &str) -> Option<String> {
 }
 
 /// How a front end hands the model the tools a search or load activates
-/// (SPEC 5.2): it decides what the search tool's description and result say.
+/// (docs/gateway.md): it decides what the search tool's description and result say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Delivery<'a> {
     /// Activated tools are declared from the next step (a host that rebuilds
@@ -145,7 +145,7 @@ pub fn call_tool(name: &str) -> Tool {
     )
 }
 
-/// Meter tokens of one definition (SPEC 3.2): a quarter token per character
+/// Meter tokens of one definition (docs/runtime.md): a quarter token per character
 /// of its compact `{name, description, parameters}`.
 pub fn declaration_tokens(tool: &Tool) -> u64 {
     u64::from(tokens_of_len(declaration_len(tool)))
@@ -188,7 +188,7 @@ impl Plan {
 
     /// The whole list a front end declares, in a cache-stable order: guards,
     /// the engine's search tool, the registry's search tools, the
-    /// call-through tool, active tools, then activated tools (SPEC 3.2 with
+    /// call-through tool, active tools, then activated tools (docs/runtime.md with
     /// the engine's own tools in their places).
     pub fn tool_list(&self, delivery: Delivery<'_>) -> Vec<Cow<'_, Tool>> {
         let own = self.own_tools(delivery);

@@ -1,5 +1,5 @@
 //! Paths that data files name: a replay scenario's or an expectation file's
-//! `policy`, `registry` and `skills` (SPEC 3.4).
+//! `policy`, `registry` and `skills` (docs/replay.md).
 //!
 //! Such files come from contributors, and a command that reads them may run
 //! in CI next to secrets. A path in one is relative to the file's folder and

@@ -1,4 +1,4 @@
-//! The per-turn plan (SPEC 3.2): what is declared, what is deferred, the
+//! The per-turn plan (docs/runtime.md): what is declared, what is deferred, the
 //! catalog, the skills block and the meter.
 //!
 //! Almost all of a plan depends on the context alone, not on the session: it is
@@ -46,7 +46,7 @@ pub(crate) struct BasePlan {
     pub search_tools: Box<[u32]>,
     /// How many guards open `declared`: the search tools follow them.
     pub guards_len: usize,
-    /// The name of the search tool the model is told about (SPEC 5.1), while
+    /// The name of the search tool the model is told about (docs/gateway.md), while
     /// anything is deferred: the first name a `search` statement gives, else
     /// the first declared registry search tool, else `tool_search` when the
     /// policy has no `search` statement and the registry no tool of that name.
@@ -222,7 +222,7 @@ impl BasePlan {
     }
 }
 
-/// The meter (SPEC 3.2): tokens at a quarter token per character, rounded up
+/// The meter (docs/runtime.md): tokens at a quarter token per character, rounded up
 /// per definition, counted in UTF-16 code units (see [`meter_len`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Tokens {
@@ -410,7 +410,7 @@ impl Plan {
         &self.snapshot
     }
 
-    /// The plan in the JSON shape of SPEC section 4.
+    /// The plan in the JSON shape `policy plan` prints (docs/cli.md).
     pub fn report(&self) -> PlanReport {
         let names = |it: &mut dyn Iterator<Item = &Tool>| it.map(|t| t.name.clone()).collect();
         PlanReport {
@@ -425,7 +425,7 @@ impl Plan {
     }
 }
 
-/// `{"declared", "deferred", "hidden", "catalog", "skills", "tokens"}` (SPEC 4).
+/// `{"declared", "deferred", "hidden", "catalog", "skills", "tokens"}` (docs/cli.md).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PlanReport {
     pub declared: Vec<String>,

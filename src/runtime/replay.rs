@@ -1,8 +1,8 @@
-//! Replay files (SPEC 3.4): a chat's steps in JSON, run against an engine, with
+//! Replay files (docs/replay.md): a chat's steps in JSON, run against an engine, with
 //! the declared list after each step and what the step returned. The command
 //! line's `policy replay` and the scenario tests share this code.
 //!
-//! Besides the steps of SPEC 3.4 (`prompt`, `search`, `call`, `load`,
+//! Besides the steps every replay file has (`prompt`, `search`, `call`, `load`,
 //! `compact`, `restart`, `mode`), a step may change the context (`bot`,
 //! `flags`, `grants`) or ask the skill tool (`skill`), and may carry an
 //! `expect` object: each of its keys is compared with the same key of the

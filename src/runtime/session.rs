@@ -1,4 +1,4 @@
-//! One chat: its context and its activations (SPEC 3.3).
+//! One chat: its context and its activations (docs/runtime.md).
 //!
 //! A session is small on purpose: the context, the activated tools as registry
 //! indices in first-activation order, and the evidence log. Everything else is
@@ -318,7 +318,7 @@ impl Session {
         }
     }
 
-    /// A search (SPEC 3.3): exact `names` first, then the query's ranked
+    /// A search (docs/runtime.md): exact `names` first, then the query's ranked
     /// matches among the tools deferred in this context, activating at most
     /// `max_activations`. A query that is exactly a tool's name counts as that
     /// name.
@@ -351,7 +351,7 @@ impl Session {
     }
 
     /// A search whose result text speaks for a front end's [`Delivery`]
-    /// (SPEC 5.1): with call-through it carries each loaded tool's schema.
+    /// (docs/gateway.md): with call-through it carries each loaded tool's schema.
     pub fn search_for<S: AsRef<str>>(
         &mut self,
         engine: &Engine,
@@ -384,7 +384,7 @@ impl Session {
             .collect())
     }
 
-    /// A load (SPEC 3.3): activates the named deferred tools, at most
+    /// A load (docs/runtime.md): activates the named deferred tools, at most
     /// `max_activations`; hidden and unknown names are refused.
     pub fn load<S: AsRef<str>>(
         &mut self,
@@ -504,7 +504,7 @@ impl Session {
         limit: usize,
         out: &mut ActivationResult,
     ) {
-        // Only what fits is activated (SPEC 3.3): the rest of the ranking is
+        // Only what fits is activated (docs/runtime.md): the rest of the ranking is
         // named, not loaded. Tools the model has already (declared by policy
         // or activated before, but not the guards and search tools) are
         // ranked too: where one fits as well as what would be loaded, the
@@ -566,7 +566,7 @@ impl Session {
     }
 
     /// A call decided without memory, for a front end serving requests that
-    /// belong to no session (SPEC 5.2): any tool the context does not hide
+    /// belong to no session (docs/gateway.md): any tool the context does not hide
     /// may run, deferred or not; deferral shapes the list, the hidden set is
     /// the boundary. Nothing is activated; the audit log sees the call as
     /// [`Session::call`] writes it.
@@ -726,7 +726,7 @@ impl Session {
         Ok(())
     }
 
-    /// Switches mode (SPEC 3.3): under `per_prompt` in the new mode,
+    /// Switches mode (docs/runtime.md): under `per_prompt` in the new mode,
     /// activations are rebuilt; under `sticky` they are kept and declared
     /// again wherever they are deferred.
     pub fn set_mode(&mut self, engine: &Engine, mode: Option<&str>) -> Result<(), ContextError> {
@@ -782,7 +782,7 @@ impl Session {
         Ok(())
     }
 
-    /// The skill tool (SPEC 3.3): a listed skill's name first, its key only
+    /// The skill tool (docs/runtime.md): a listed skill's name first, its key only
     /// when no name matches, checked against the current context on every
     /// call. `None` for a skill that is hidden or does not exist.
     pub fn resolve_skill(

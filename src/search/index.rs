@@ -53,7 +53,7 @@ impl SearchIndex {
     }
 
     /// This index without the tools at the registry indices `hidden`, as if
-    /// they were absent (SPEC 3.3): their words are no terms, and term
+    /// they were absent (docs/runtime.md): their words are no terms, and term
     /// statistics and prefix expansion see only the others, so
     /// no ranking reveals anything about a hidden tool. Indices stay registry
     /// indices. The registry is not read again: the statistics are counted

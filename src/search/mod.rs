@@ -1,4 +1,4 @@
-//! Search over the tool registry (SPEC 3.3): ranks tools for a natural-language
+//! Search over the tool registry (docs/runtime.md): ranks tools for a natural-language
 //! query.
 //!
 //! The pipeline, one file per step:

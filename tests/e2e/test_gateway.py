@@ -1,5 +1,5 @@
 """`policy gateway` in front of real MCP servers, driven by the official
-Python MCP client in both protocol eras (SPEC 5.1, 5.2).
+Python MCP client in both protocol eras (docs/gateway.md).
 
 Run with the venv tests/e2e/install made:
     target/e2e/venv/bin/python tests/e2e/test_gateway.py [-k PATTERN]

@@ -1,4 +1,4 @@
-//! The runtime commands through the binary: the JSON contracts of SPEC
+//! The runtime commands through the binary: the JSON contracts of docs/cli.md
 //! section 4 and their exit codes.
 
 use std::path::Path;

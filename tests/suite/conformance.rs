@@ -1,4 +1,4 @@
-//! Deviations from SPEC found in review, each pinned by the test that showed
+//! Deviations from the documented behaviour found in review, each pinned by the test that showed
 //! it: the JSON contracts of section 4, the registry errors of section 3.1,
 //! and input that used to crash the command line instead of ending in an
 //! error with exit code 1 or 2.
@@ -39,7 +39,7 @@ impl Drop for Scratch {
     }
 }
 
-/// SPEC 4: `"kind": "guard"|"search"|"hide"|"grant"|"nodefer"|...` — the
+/// docs/cli.md: `"kind": "guard"|"search"|"hide"|"grant"|"nodefer"|...` — the
 /// JSON word of every cause is the one the contract lists, not serde's
 /// `no_defer`.
 #[test]
@@ -65,7 +65,7 @@ fn cause_kinds_serialize_as_the_spec_words() {
     assert_eq!(doc["cause"]["kind"], "nodefer", "{doc}");
 }
 
-/// SPEC 3.1: a missing name is an error that names the entry as
+/// docs/registry.md: a missing name is an error that names the entry as
 /// `tools[3].name`, like a name that is not a string or a duplicate.
 #[test]
 fn a_missing_name_is_reported_at_the_name() {

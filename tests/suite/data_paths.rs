@@ -1,4 +1,4 @@
-//! SPEC 3.4: a path a replay scenario or a `.test.toml` names is relative to
+//! docs/replay.md: a path a replay scenario or a `.test.toml` names is relative to
 //! that file's folder and may not leave it, and nothing that is not a policy
 //! is ever echoed: a CI job that replays contributed scenarios must not
 //! publish its secrets.

@@ -1,4 +1,4 @@
-//! Decisions that must fail closed (SPEC 2.3): an empty runtime grant list,
+//! Decisions that must fail closed (docs/language.md): an empty runtime grant list,
 //! a context without a mode, `skill:` / `source:` prefixes in another case.
 
 use toolpolicy::runtime::{Engine, Scenario, SessionState, replay};

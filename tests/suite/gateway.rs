@@ -1,4 +1,4 @@
-//! `policy gateway` (SPEC 5.2) driven over stdio against the fixture server:
+//! `policy gateway` (docs/gateway.md) driven over stdio against the fixture server:
 //! both exposures, search and call-through, the policy on every path, the
 //! children's faults, reloads, bad inputs and the dry run.
 

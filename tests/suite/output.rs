@@ -1,4 +1,4 @@
-//! What the engine puts out (SPEC 3.1): names providers accept, registry
+//! What the engine puts out (docs/registry.md): names providers accept, registry
 //! fields and numbers kept, server tools passed through, names that read as
 //! another refused or warned about, and human output that cannot drive the
 //! reader's terminal.

@@ -1,5 +1,5 @@
 //! The compiled table against the reference interpreter, and the invariants
-//! SPEC 2.3 states, over random policies, contexts and items.
+//! the decision order states, over random policies, contexts and items.
 
 use proptest::prelude::*;
 use toolpolicy::{Context, Exposure, ItemRef, Policy, Table, reference};
@@ -32,7 +32,7 @@ fn context() -> impl Strategy<Value = Context> {
 }
 
 /// The context, given a mode where the policy declares modes and the
-/// context has none: a policy with modes has no mode-less context (SPEC 2.3).
+/// context has none: a policy with modes has no mode-less context (docs/language.md).
 fn in_mode(mut ctx: Context, policy: &Policy) -> Context {
     if ctx.mode.is_none() {
         ctx.mode = policy.modes.first().cloned();

@@ -1,5 +1,5 @@
 //! Properties of the runtime over random registries, skill lists, policies and
-//! sequences of calls, stated as SPEC 3 states them:
+//! sequences of calls, stated as docs/runtime.md states them:
 //!
 //! - a hidden item never reaches the model: not declared, not in the catalog,
 //!   not in a search or load result (other than echoing a name the model

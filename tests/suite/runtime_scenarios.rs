@@ -7,7 +7,7 @@ use toolpolicy::{Policy, Registry, SkillList};
 use crate::runtime_support::root;
 
 /// The files each scenario is for, by the start of its name. A scenario may
-/// name only files in its own folder (SPEC 3.4), so these are given the way
+/// name only files in its own folder (docs/replay.md), so these are given the way
 /// `policy replay --policy F --registry F --skills F` gives them.
 const FILES: [(&str, &str, &str, Option<&str>); 3] = [
     (

@@ -1,4 +1,4 @@
-//! SPEC 3.3: hidden items are not part of what is searched. A search answers
+//! docs/search.md: hidden items are not part of what is searched. A search answers
 //! exactly as it would if the hidden tools were absent from the registry:
 //! their words move no term statistic and decide no expansion, so no answer
 //! reveals anything about them.

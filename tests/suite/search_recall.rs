@@ -1,4 +1,4 @@
-//! Search recall over the fixture registries joined (SPEC 3.3), on two query
+//! Search recall over the fixture registries joined (docs/runtime.md), on two query
 //! sets phrased as a model or user would ask, each query with the tools that
 //! satisfy it. A query is found at k when one of its expected tools ranks in
 //! the top k with every tool eligible.

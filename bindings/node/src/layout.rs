@@ -48,7 +48,7 @@ pub fn plan(plan: &Plan, parts: &mut Parts<'_>) -> napi::Result<String> {
 }
 
 /// `session.toolList()`: the plan's tools in the generic shape with the
-/// engine's own tools in their places (SPEC 5.1).
+/// engine's own tools in their places (docs/gateway.md).
 pub fn tool_list(
     plan: &Plan,
     delivery: Delivery<'_>,

@@ -1,5 +1,5 @@
 //! What JavaScript gets back: plain objects with camelCase keys, holding the
-//! same fields as the command line's JSON contracts (SPEC 4), and tool
+//! same fields as the command line's JSON contracts (docs/cli.md), and tool
 //! definitions in the generic `{name, description, parameters}` shape with
 //! every other field the registry entry carries.
 
@@ -7,7 +7,7 @@ use napi_derive::napi;
 use serde_json::Value;
 use toolpolicy::runtime::CallOutcome;
 
-/// The meter (SPEC 3.2): a quarter token per character.
+/// The meter (docs/runtime.md): a quarter token per character.
 #[napi(object)]
 #[derive(serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -36,7 +36,7 @@ impl From<toolpolicy::runtime::Tokens> for Tokens {
     }
 }
 
-/// What a direct call of a tool gets (SPEC 3.3).
+/// What a direct call of a tool gets (docs/runtime.md).
 #[napi(object)]
 pub struct CallResult {
     /// Whether the tool may run; report its result with `recordResult`.

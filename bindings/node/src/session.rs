@@ -148,7 +148,7 @@ impl Session {
         })
     }
 
-    /// The whole list a host declares (SPEC 5.1): the plan's tools with the
+    /// The whole list a host declares (docs/gateway.md): the plan's tools with the
     /// engine's own search tool in its place, and with `callThrough` the
     /// call-through tool (`true` names it `call_tool`).
     #[napi(
@@ -172,7 +172,7 @@ impl Session {
         )
     }
 
-    /// A search (SPEC 3.3): exact `names` first, then the query's matches
+    /// A search (docs/runtime.md): exact `names` first, then the query's matches
     /// among the deferred tools, at most `max_activations` activated.
     /// `options.status` is the search result's status as it stands in the
     /// transcript; `options.callThrough` makes the text carry each loaded
@@ -204,7 +204,7 @@ impl Session {
         self.cache.result(env, &self.engine.snapshot(), r)
     }
 
-    /// A load (SPEC 3.3): activates the named deferred tools; hidden and
+    /// A load (docs/runtime.md): activates the named deferred tools; hidden and
     /// unknown names are refused alike.
     #[napi(
         ts_args_type = "names: string[], options?: { status?: ResultStatus, callThrough?: boolean | string }",

@@ -17,7 +17,7 @@ pub struct ToolDefinition {
     pub parameters: Value,
 }
 
-/// One turn's plan (SPEC 3.2), the `plan` JSON contract with `declared` as
+/// One turn's plan (docs/runtime.md), the `plan` JSON contract with `declared` as
 /// definitions. Put together in JavaScript (see `cache.rs`).
 #[napi(object)]
 pub struct PlanResult {
@@ -126,7 +126,7 @@ pub struct Diagnostic {
     pub path: Option<String>,
 }
 
-/// The `explain` JSON contract (SPEC 4), keys in camelCase.
+/// The `explain` JSON contract (docs/cli.md), keys in camelCase.
 #[napi(object)]
 pub struct Explanation {
     pub item: String,

@@ -1,6 +1,6 @@
 //! `policy check PATH... [--registry F] [--skills F] [--max-tokens N] [--deny-warnings]`
 //!
-//! Exit codes (SPEC 4): 1 when a file has an error (or a warning, with
+//! Exit codes (docs/cli.md): 1 when a file has an error (or a warning, with
 //! `--deny-warnings`), 2 on a usage or I/O error, 0 otherwise.
 
 use std::path::PathBuf;

@@ -151,7 +151,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         Ok(e)
     };
     // Without a mode on a policy with modes there is no single answer (a
-    // mode-less context does not exist, SPEC 2.3): people get one row per
+    // mode-less context does not exist): people get one row per
     // mode; a script asked for one answer, so it must name the mode.
     let per_mode = args.mode.is_none() && !policy.modes.is_empty();
     if per_mode && args.format == Format::Json {

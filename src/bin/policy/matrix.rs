@@ -27,7 +27,7 @@ struct Cell<'a> {
     exposure: Exposure,
     mode: Option<&'a str>,
     /// Why a search tool decided active is left out of the plan, as
-    /// `explain ITEM` says it (SPEC 3.2).
+    /// `explain ITEM` says it (docs/runtime.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     not_declared: Option<&'static str>,
 }

@@ -36,7 +36,7 @@ pub struct Args {
 }
 
 /// A flag, or the scenario's own path, which must stay in the scenario's
-/// folder (SPEC 3.4); the flags are the way to point elsewhere.
+/// folder (docs/replay.md); the flags are the way to point elsewhere.
 fn pick(
     flag: Option<PathBuf>,
     key: &str,

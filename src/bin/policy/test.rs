@@ -8,7 +8,7 @@
 //! registry = "tools.json"        # optional, relative to this file
 //! skills = "skills.json"         # optional, relative to this file
 //!
-//! These paths stay inside the file's folder (SPEC 3.4).
+//! These paths stay inside the file's folder (docs/replay.md).
 //!
 //! [[case]]
 //! mode = "chat"                  # optional when the policy has no modes
@@ -201,7 +201,7 @@ fn describe(out: &mut String, r: &CaseReport) {
     }
 }
 
-/// A path the test file names, inside its folder (SPEC 3.4).
+/// A path the test file names, inside its folder (docs/replay.md).
 fn named(file: &Path, key: &str, p: impl AsRef<Path>) -> Result<PathBuf, CliError> {
     data_path(file, key, p)
         .map_err(|e| CliError::Usage(format!("bad test file `{}`: {e}", file.display())))
@@ -295,7 +295,7 @@ fn run_file(file: &Path, format: Format) -> Result<Vec<CaseReport>, CliError> {
     if let (Some(p), Some(r)) = (&policy, &mut registry) {
         toolpolicy::lock::mark(r, p);
     }
-    // A context always has a mode when the policy declares some (SPEC 2.3).
+    // A context always has a mode when the policy declares some (docs/language.md).
     if let Some(policy) = policy.as_ref().filter(|p| !p.modes.is_empty()) {
         let modes: Vec<String> = policy.modes.iter().map(|m| format!("`{m}`")).collect();
         for c in cases.iter().filter(|c| c.get_ref().mode.is_none()) {

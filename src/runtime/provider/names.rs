@@ -1,5 +1,5 @@
-//! Tool names as OpenAI and Anthropic accept them (SPEC 3.1 "Provider
-//! names"): `^[a-zA-Z0-9_-]{1,64}$`.
+//! Tool names as OpenAI and Anthropic accept them (docs/registry.md):
+//! `^[a-zA-Z0-9_-]{1,64}$`.
 //!
 //! A registry may hold names both providers reject (MCP allows `.` and `/`,
 //! a gateway's `SERVER__tool` names pass 64 characters), and one such name in a
