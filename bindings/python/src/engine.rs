@@ -2,15 +2,16 @@
 //! every chat of a host and by every thread. Hot reload swaps them whole; a
 //! reload that fails raises and leaves the last good engine in place.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyCFunction, PyDict, PyTuple};
 use toolpolicy::audit::writer::{AuditLog, Options as AuditOptions};
+use toolpolicy::diag::{Code, Diagnostic};
 use toolpolicy::explain::{explain, note_plan};
-use toolpolicy::{ItemRef, Policy, Registry, SessionState, SkillList};
+use toolpolicy::{ItemRef, LoadErrors, Policy, Registry, SessionState, SkillList};
 
 use crate::args;
 use crate::cache::Defs;
@@ -25,6 +26,10 @@ pub struct Engine {
     pub(crate) inner: Arc<toolpolicy::Engine>,
     /// The policy's file name, for the diagnostics of a reload.
     file: Mutex<String>,
+    /// Where the policy stands, for the lock it names (`lock = "..."` is
+    /// relative to its folder): the policy file, or for policy text a file
+    /// in the `dir` argument's folder; `None` for text without one.
+    place: Option<PathBuf>,
     /// The Python objects its sessions' plans share.
     defs: Arc<Defs>,
     /// The audit log its sessions write to, when one was asked for and
@@ -153,10 +158,49 @@ fn skills(file: &str, text: &str) -> Result<SkillList, BuildError> {
     SkillList::from_json(text).map_err(|e| BuildError::List(file.into(), e))
 }
 
+/// Reads the lock `policy` names from beside `place` (the policy file, or a
+/// file in the folder the `dir` argument names). Policy text given without
+/// a folder has nowhere to read it from: that is an error at the `lock`
+/// setting, never a policy without its lock.
+fn attach_lock(policy: &mut Policy, place: Option<&Path>) -> Result<(), LoadErrors> {
+    let Some(setting) = &policy.lock else {
+        return Ok(());
+    };
+    let Some(place) = place else {
+        let shown = toolpolicy::chars::escape(&setting.path).into_owned();
+        return Err(LoadErrors {
+            diagnostics: vec![
+                Diagnostic::new(
+                    Code::BadLock,
+                    setting.value_span,
+                    format!(
+                        "the policy names the lock `{shown}`, and policy text has no folder to read it from"
+                    ),
+                )
+                .with_help(
+                    "pass the folder the lock path is relative to as `dir`, or build the engine with `Engine.from_files`",
+                ),
+            ],
+            source: policy.source.clone(),
+        });
+    };
+    toolpolicy::lock::attach(policy, place)
+}
+
+/// The file name a policy given as text stands under in its `dir`: the
+/// `file` argument's last part, so that diagnostics and paths agree.
+fn policy_file_name(file: &str) -> String {
+    Path::new(file).file_name().map_or_else(
+        || "policy".to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
 impl Engine {
     fn from_parts(
         engine: toolpolicy::Engine,
         file: String,
+        place: Option<PathBuf>,
         audit: Option<Arc<AuditLog>>,
     ) -> Engine {
         if let Some(log) = &audit {
@@ -165,6 +209,7 @@ impl Engine {
         Engine {
             inner: Arc::new(engine),
             file: Mutex::new(file),
+            place,
             defs: Arc::default(),
             audit,
         }
@@ -175,15 +220,18 @@ impl Engine {
 impl Engine {
     /// An engine from policy text and the tools: a list of definitions in
     /// any registry shape (generic, Anthropic, OpenAI, MCP), a dict with a
-    /// `tools` list, or JSON text of either.
+    /// `tools` list, or JSON text of either. `dir` is the folder the lock
+    /// the policy names is read from, as if the text were a file there.
     #[new]
-    #[pyo3(signature = (policy_text, tools, *, file = None, skills = None, audit = None, audit_no_queries = None))]
+    #[pyo3(signature = (policy_text, tools, *, file = None, skills = None, dir = None, audit = None, audit_no_queries = None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         policy_text: &Bound<'_, PyAny>,
         tools: &Bound<'_, PyAny>,
         file: Option<&Bound<'_, PyAny>>,
         skills: Option<&Bound<'_, PyAny>>,
+        dir: Option<&Bound<'_, PyAny>>,
         audit: Option<&Bound<'_, PyAny>>,
         audit_no_queries: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Engine> {
@@ -191,6 +239,21 @@ impl Engine {
             let text = args::string(policy_text, "policy_text")?;
             let tools = args::json_text(tools, "tools")?;
             let file = args::opt_string(file, "file")?.unwrap_or_else(|| "policy".to_string());
+            let dir = match dir.filter(|d| !d.is_none()) {
+                Some(d) => Some(path(d, "dir")?),
+                None => None,
+            };
+            if dir.as_deref() == Some("") {
+                return Err(error::usage(
+                    "`dir` names no folder",
+                    Some(
+                        "give the folder the policy's relative paths (its `lock`) are read from"
+                            .into(),
+                    ),
+                ));
+            }
+            // The policy as if it were a file in that folder.
+            let place = dir.map(|d| Path::new(&d).join(policy_file_name(&file)));
             let skill_text = match skills.filter(|s| !s.is_none()) {
                 Some(v) => Some(args::json_text(v, "skills")?),
                 None => None,
@@ -200,18 +263,19 @@ impl Engine {
                     Some(t) => self::skills("skills", t)?,
                     None => SkillList::default(),
                 };
-                let policy = Policy::parse(file.as_str(), text).map_err(BuildError::Policy)?;
+                let mut policy = Policy::parse(file.as_str(), text).map_err(BuildError::Policy)?;
+                attach_lock(&mut policy, place.as_deref()).map_err(BuildError::Policy)?;
                 let registry = registry("tools", &tools)?;
                 Ok(toolpolicy::Engine::new(policy, registry, skill_list))
             })?;
             let audit = open_audit(py, audit, audit_no_queries)?;
-            Ok(Engine::from_parts(engine, file, audit))
+            Ok(Engine::from_parts(engine, file, place, audit))
         })
     }
 
     /// An engine from a policy file, a registry file and maybe a skill list
     /// file, each read under the engine's 64 MiB cap; diagnostics name the
-    /// files.
+    /// files. The lock the policy names is read from beside it.
     #[staticmethod]
     #[pyo3(signature = (policy_path, registry_path, skills_path = None, *, audit = None, audit_no_queries = None))]
     fn from_files(
@@ -231,8 +295,10 @@ impl Engine {
             };
             let engine = py.detach(|| -> Result<toolpolicy::Engine, BuildError> {
                 let bytes = read(&policy_path).map_err(BuildError::Read)?;
-                let policy =
+                let mut policy =
                     Policy::from_bytes(policy_path.as_str(), &bytes).map_err(BuildError::Policy)?;
+                attach_lock(&mut policy, Some(Path::new(&policy_path)))
+                    .map_err(BuildError::Policy)?;
                 let text = utf8(
                     &registry_path,
                     read(&registry_path).map_err(BuildError::Read)?,
@@ -250,7 +316,8 @@ impl Engine {
                 Ok(toolpolicy::Engine::new(policy, registry, skill_list))
             })?;
             let audit = open_audit(py, audit, audit_no_queries)?;
-            Ok(Engine::from_parts(engine, policy_path, audit))
+            let place = PathBuf::from(&policy_path);
+            Ok(Engine::from_parts(engine, policy_path, Some(place), audit))
         })
     }
 
@@ -363,6 +430,8 @@ impl Engine {
 
     /// Replaces the policy; raises with its diagnostics and keeps the last
     /// good one when it does not load. Sessions use it from their next call.
+    /// The lock it names is read again, from the same folder as at
+    /// construction: call it after the lock file changed, too.
     #[pyo3(signature = (text, file = None))]
     fn reload_policy(
         &self,
@@ -381,8 +450,22 @@ impl Engine {
                     .clone(),
             };
             let engine = &*self.inner;
-            py.detach(|| engine.reload_policy(&file, &text))
-                .map_err(|e| error::policy(&e))?;
+            let place = self.place.as_deref();
+            py.detach(|| {
+                let loaded = Policy::parse(file.as_str(), text)
+                    .and_then(|mut policy| attach_lock(&mut policy, place).map(|()| policy));
+                let codes = match &loaded {
+                    Ok(_) => Vec::new(),
+                    Err(e) => e.diagnostics.iter().map(|d| d.code.to_string()).collect(),
+                };
+                engine.emit(toolpolicy::audit::EventKind::Reload {
+                    what: "policy".into(),
+                    ok: loaded.is_ok(),
+                    codes,
+                });
+                loaded.map(|policy| engine.set_policy(policy))
+            })
+            .map_err(|e| error::policy(&e))?;
             *self.file.lock().unwrap_or_else(PoisonError::into_inner) = file;
             Ok(())
         })
@@ -470,6 +553,22 @@ fn path(v: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
             ),
             None,
         )
+    })
+}
+
+/// The lock file's text for these tools (any registry shape, as `Engine`
+/// takes them): what `policy lock --registry` writes, one entry a line in
+/// name order. A host writes it where its policy's `lock` names, after a
+/// person has reviewed the tools.
+#[pyfunction]
+pub fn lock_text(py: Python<'_>, tools: &Bound<'_, PyAny>) -> PyResult<String> {
+    guard(|| {
+        let text = args::json_text(tools, "tools")?;
+        py.detach(|| -> Result<String, BuildError> {
+            let registry = registry("tools", &text)?;
+            Ok(toolpolicy::lock::Lock::from_registry(&registry).to_text())
+        })
+        .map_err(PyErr::from)
     })
 }
 
