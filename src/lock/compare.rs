@@ -270,32 +270,13 @@ fn diff_paths(path: &str, a: &Value, b: &Value, paths: &mut Vec<String>, more: &
 
 fn hints(old: Option<&Value>, new: Option<&Value>) -> Vec<HintChange> {
     let empty = serde_json::Map::new();
-    let (Some(Value::Object(a)), Some(Value::Object(b))) = (old, new) else {
-        // One is absent or not an object: every annotation of either differs.
-        let a = old.and_then(Value::as_object).unwrap_or(&empty);
-        let b = new.and_then(Value::as_object).unwrap_or(&empty);
-        let mut out: Vec<HintChange> = a
-            .iter()
-            .map(|(k, v)| HintChange {
-                annotation: k.clone(),
-                old: Some(v.clone()),
-                new: b.get(k).cloned(),
-            })
-            .collect();
-        out.extend(
-            b.iter()
-                .filter(|(k, _)| !a.contains_key(*k))
-                .map(|(k, v)| HintChange {
-                    annotation: k.clone(),
-                    old: None,
-                    new: Some(v.clone()),
-                }),
-        );
-        return out;
-    };
+    // When one is absent or not an object, every annotation of either differs.
+    let both_objects = matches!((old, new), (Some(Value::Object(_)), Some(Value::Object(_))));
+    let a = old.and_then(Value::as_object).unwrap_or(&empty);
+    let b = new.and_then(Value::as_object).unwrap_or(&empty);
     let mut out: Vec<HintChange> = a
         .iter()
-        .filter(|(k, v)| b.get(*k) != Some(*v))
+        .filter(|(k, v)| !both_objects || b.get(*k) != Some(*v))
         .map(|(k, v)| HintChange {
             annotation: k.clone(),
             old: Some(v.clone()),
