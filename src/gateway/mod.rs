@@ -96,7 +96,14 @@ pub struct Gateway {
     /// The last lint findings written, so that a re-listing that changes
     /// nothing they say does not repeat them.
     last_lints: Arc<Mutex<String>>,
+    /// What else a reloaded policy must serve besides the command line's
+    /// context (the HTTP listener's callers), see [`Gateway::set_reload_check`].
+    reload_check: Mutex<Option<ReloadCheck>>,
 }
+
+/// Why a policy just put in force cannot serve a context it must: one line
+/// each, none when it can. The engine holds the new policy while it runs.
+pub type ReloadCheck = Arc<dyn Fn(&Engine) -> Vec<String> + Send + Sync>;
 
 /// Each child's start result, in servers-file order.
 pub type StartReport = Vec<Result<usize, String>>;
@@ -106,6 +113,19 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Gateway {
+    /// Makes every policy reload check more contexts than the command
+    /// line's: a reload that cannot serve one of them keeps the last good
+    /// policy, as one that cannot serve the command line's context does.
+    pub fn set_reload_check(&self, check: ReloadCheck) {
+        *lock(&self.reload_check) = Some(check);
+    }
+
+    /// [`Gateway::set_reload_check`]'s check of the engine's policy.
+    pub(crate) fn reload_refusals(&self) -> Vec<String> {
+        let check = lock(&self.reload_check).clone();
+        check.map(|check| check(&self.engine)).unwrap_or_default()
+    }
+
     /// Starts every child at once and builds the registry from those that
     /// came up; a child that did not is reported and retried on demand.
     pub async fn start(
@@ -122,6 +142,7 @@ impl Gateway {
             routes: RwLock::new(Arc::default()),
             generation: watch::channel(0).0,
             last_lints: Arc::default(),
+            reload_check: Mutex::new(None),
         });
         gateway.rebuild();
         (gateway, started.report, started.events)

@@ -164,6 +164,11 @@ fn install_policy(gateway: &Gateway, read: Result<Vec<u8>, String>) -> (bool, Ve
         log!("error: `{shown}`: {e}; keeping the last good policy");
         return (false, Vec::new());
     }
+    if let Some(why) = gateway.reload_refusals().into_iter().next() {
+        engine.set_policy(old);
+        log!("error: `{shown}`: {why}; keeping the last good policy");
+        return (false, Vec::new());
+    }
     if let Some(why) = gateway.search_tool_problem() {
         engine.set_policy(old);
         log!("error: `{shown}`: {why}; keeping the last good policy");

@@ -778,6 +778,35 @@ fn a_reload_of_the_clients_file_hides_a_tool_for_one_caller_only() {
 }
 
 #[test]
+fn a_policy_reload_that_cannot_serve_a_caller_keeps_the_last_good_policy() {
+    let policy = "guard fx__echo\nHide(fx__secret)\nDefer(*)\nmode ops {\n  NoDefer(fx__pid)\n}\nmode view {\n  Defer(fx__pid)\n}\n";
+    let c = json!({"clients": {
+        "alice": {"token": "${ALICE_TOKEN}", "mode": "ops"},
+        "bob": {"token": "${BOB_TOKEN}", "mode": "view"}}});
+    let l = Listening::with_clients(policy, &c, TOKENS, &["--mode", "view"]);
+    let alice = bearer(ALICE);
+    let as_alice = [("Authorization", alice.as_str())];
+    assert!(stateless_list(&l.addr, &as_alice).contains(&"fx__pid".to_string()));
+    // Alice's mode goes away: the policy would serve the command line's
+    // context, but not her, so it is not put in force.
+    std::fs::write(
+        l.dir.join("gateway.policy"),
+        "guard fx__echo\nHide(fx__secret)\nDefer(*)\nmode view {\n  Hide(fx__pid)\n}\n",
+    )
+    .unwrap();
+    assert!(
+        l.gw.wait_stderr("keeping the last good policy", 1),
+        "{}",
+        l.gw.stderr()
+    );
+    let err = l.gw.stderr();
+    assert!(err.contains("`clients.alice` in `"), "{err}");
+    assert!(stateless_list(&l.addr, &as_alice).contains(&"fx__pid".to_string()));
+    let r = stateless_call(&l.addr, &as_alice, "fx__pid", json!({}));
+    assert!(!is_error(&r), "{r}");
+}
+
+#[test]
 fn with_a_clients_file_the_gateway_may_listen_beyond_loopback() {
     let l = Listening::start_at(
         "0.0.0.0:0",

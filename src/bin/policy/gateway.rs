@@ -509,6 +509,13 @@ async fn serve_http(
         None => gateway::listen::Callers::CommandLine(gw.options.context.clone()),
         Some(clients) => {
             let clients = Arc::new(clients);
+            // A policy reload that cannot serve a caller the clients file
+            // names keeps the last good policy.
+            let served = Arc::clone(&clients);
+            let base = gw.options.context.clone();
+            gw.set_reload_check(Arc::new(move |engine| {
+                refused_contexts(engine, &served, &base)
+            }));
             let watched = Arc::clone(&gw);
             let checked = Arc::clone(&clients);
             tasks.spawn(Arc::clone(&clients).watch(move |result| {
