@@ -224,6 +224,47 @@ pub fn resolve(policy_path: &Path, named: &str) -> Result<PathBuf, String> {
     })
 }
 
+/// Where policy text given with a folder stands: a file in `dir` named
+/// after `file`'s last part (`policy` without one), so that diagnostics and
+/// the lock's path agree. For a host that takes policy text, not a path.
+pub fn text_place(dir: &Path, file: &str) -> PathBuf {
+    let name = Path::new(file)
+        .file_name()
+        .map_or_else(|| "policy".into(), |n| n.to_os_string());
+    dir.join(name)
+}
+
+/// [`attach`] for a host that may hold policy text with no folder
+/// (`place` is `None`): a policy that names a lock is then an error at the
+/// `lock` setting whose help is `no_folder_help` (how that host gives the
+/// folder), never a policy without its lock.
+pub fn attach_at(
+    policy: &mut Policy,
+    place: Option<&Path>,
+    no_folder_help: &str,
+) -> Result<(), LoadErrors> {
+    let Some(setting) = &policy.lock else {
+        return Ok(());
+    };
+    let Some(place) = place else {
+        let shown = crate::chars::escape(&setting.path);
+        return Err(LoadErrors {
+            diagnostics: vec![
+                Diagnostic::new(
+                    Code::BadLock,
+                    setting.value_span,
+                    format!(
+                        "the policy names the lock `{shown}`, and policy text has no folder to read it from"
+                    ),
+                )
+                .with_help(no_folder_help.to_string()),
+            ],
+            source: policy.source.clone(),
+        });
+    };
+    attach(policy, place)
+}
+
 /// Reads the lock `policy` names (if any) from beside the policy file at
 /// `policy_path` and keeps it in the policy. An error is a load error at
 /// the `lock` setting (`PL015`) that says why, with the position in the lock

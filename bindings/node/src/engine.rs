@@ -11,7 +11,6 @@ use napi::{Env, Result};
 use napi_derive::napi;
 use serde_json::Value;
 use toolpolicy::audit::writer::{AuditLog, Options as AuditOptions};
-use toolpolicy::diag::{Code, Diagnostic};
 use toolpolicy::explain::{explain, note_plan};
 use toolpolicy::{ItemRef, LoadErrors, Policy, Registry, SessionState, SkillList};
 
@@ -157,32 +156,14 @@ fn skills(env: &Env, file: &str, text: &str) -> Result<SkillList> {
 }
 
 /// Reads the lock `policy` names from beside `place` (the policy file, or a
-/// file in the folder the `dir` option names). Policy text given without a
-/// folder has nowhere to read it from: that is an error at the `lock`
-/// setting, never a policy without its lock.
+/// file in the folder the `dir` option names); policy text without a folder
+/// that names a lock is an error at the `lock` setting.
 fn attach_lock(policy: &mut Policy, place: Option<&Path>) -> std::result::Result<(), LoadErrors> {
-    let Some(setting) = &policy.lock else {
-        return Ok(());
-    };
-    let Some(place) = place else {
-        let shown = toolpolicy::chars::escape(&setting.path).into_owned();
-        return Err(LoadErrors {
-            diagnostics: vec![
-                Diagnostic::new(
-                    Code::BadLock,
-                    setting.value_span,
-                    format!(
-                        "the policy names the lock `{shown}`, and policy text has no folder to read it from"
-                    ),
-                )
-                .with_help(
-                    "pass the folder the lock path is relative to as `options.dir`, or build the engine with `Engine.fromFiles`",
-                ),
-            ],
-            source: policy.source.clone(),
-        });
-    };
-    toolpolicy::lock::attach(policy, place)
+    toolpolicy::lock::attach_at(
+        policy,
+        place,
+        "pass the folder the lock path is relative to as `options.dir`, or build the engine with `Engine.fromFiles`",
+    )
 }
 
 #[napi]
@@ -229,7 +210,7 @@ impl Engine {
             ));
         }
         // The policy as if it were a file in that folder.
-        let place = dir.map(|d| Path::new(&d).join(policy_file_name(&file)));
+        let place = dir.map(|d| toolpolicy::lock::text_place(Path::new(&d), &file));
         let skill_list = match args::field(opts.as_ref(), "skills")? {
             Some(v) => skills(
                 &env,
@@ -489,15 +470,6 @@ pub fn lock_text(env: Env, tools: Unknown) -> Result<String> {
     let text = args::json_text(&env, &tools, "tools")?;
     let registry = registry(&env, "tools", &text)?;
     Ok(toolpolicy::lock::Lock::from_registry(&registry).to_text())
-}
-
-/// The file name a policy given as text stands under in its `dir`: the
-/// `file` option's last part, so that diagnostics and paths agree.
-fn policy_file_name(file: &str) -> String {
-    Path::new(file).file_name().map_or_else(
-        || "policy".to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    )
 }
 
 /// A text file read the way the engine reads its own inputs: under the

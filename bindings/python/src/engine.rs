@@ -9,7 +9,6 @@ use std::time::Duration;
 use pyo3::prelude::*;
 use pyo3::types::{PyCFunction, PyDict, PyTuple};
 use toolpolicy::audit::writer::{AuditLog, Options as AuditOptions};
-use toolpolicy::diag::{Code, Diagnostic};
 use toolpolicy::explain::{explain, note_plan};
 use toolpolicy::{ItemRef, LoadErrors, Policy, Registry, SessionState, SkillList};
 
@@ -159,40 +158,13 @@ fn skills(file: &str, text: &str) -> Result<SkillList, BuildError> {
 }
 
 /// Reads the lock `policy` names from beside `place` (the policy file, or a
-/// file in the folder the `dir` argument names). Policy text given without
-/// a folder has nowhere to read it from: that is an error at the `lock`
-/// setting, never a policy without its lock.
-fn attach_lock(policy: &mut Policy, place: Option<&Path>) -> Result<(), LoadErrors> {
-    let Some(setting) = &policy.lock else {
-        return Ok(());
-    };
-    let Some(place) = place else {
-        let shown = toolpolicy::chars::escape(&setting.path).into_owned();
-        return Err(LoadErrors {
-            diagnostics: vec![
-                Diagnostic::new(
-                    Code::BadLock,
-                    setting.value_span,
-                    format!(
-                        "the policy names the lock `{shown}`, and policy text has no folder to read it from"
-                    ),
-                )
-                .with_help(
-                    "pass the folder the lock path is relative to as `dir`, or build the engine with `Engine.from_files`",
-                ),
-            ],
-            source: policy.source.clone(),
-        });
-    };
-    toolpolicy::lock::attach(policy, place)
-}
-
-/// The file name a policy given as text stands under in its `dir`: the
-/// `file` argument's last part, so that diagnostics and paths agree.
-fn policy_file_name(file: &str) -> String {
-    Path::new(file).file_name().map_or_else(
-        || "policy".to_string(),
-        |n| n.to_string_lossy().into_owned(),
+/// file in the `dir` folder); policy text without a folder
+/// that names a lock is an error at the `lock` setting.
+fn attach_lock(policy: &mut Policy, place: Option<&Path>) -> std::result::Result<(), LoadErrors> {
+    toolpolicy::lock::attach_at(
+        policy,
+        place,
+        "pass the folder the lock path is relative to as `dir`, or build the engine with `Engine.from_files`",
     )
 }
 
@@ -253,7 +225,7 @@ impl Engine {
                 ));
             }
             // The policy as if it were a file in that folder.
-            let place = dir.map(|d| Path::new(&d).join(policy_file_name(&file)));
+            let place = dir.map(|d| toolpolicy::lock::text_place(Path::new(&d), &file));
             let skill_text = match skills.filter(|s| !s.is_none()) {
                 Some(v) => Some(args::json_text(v, "skills")?),
                 None => None,
