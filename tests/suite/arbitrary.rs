@@ -2,7 +2,7 @@
 //! property tests.
 
 use proptest::prelude::*;
-use toolpolicy::{ItemKind, ItemRef};
+use toolpolicy::{Context, ItemKind, ItemRef};
 
 pub const SCOPES: [&str; 6] = ["", "mode m1", "mode m2", "bot *", "bot r1", "bot r2"];
 pub const WORDS: [&str; 4] = ["Defer", "NoDefer", "Hide", "Grant"];
@@ -168,4 +168,30 @@ impl GenItem {
             ..ItemRef::tool(&self.name)
         }
     }
+}
+
+/// A context for the rules on hints: modes, bots and flags of the generated
+/// policies, and now and then runtime grants naming tools or hints.
+pub fn hint_context() -> impl Strategy<Value = Context> {
+    (
+        prop_oneof![Just(None), Just(Some("m1")), Just(Some("m2"))],
+        prop_oneof![Just(None), Just(Some("r1")), Just(Some("r3"))],
+        prop::collection::btree_set(prop_oneof![Just("f0"), Just("f1")], 0..3),
+        prop::option::weighted(
+            0.2,
+            prop::collection::vec(
+                prop_oneof![
+                    "[ab*]{1,2}",
+                    prop::sample::select(&HINTS[..]).prop_map(|h| format!("hint:{h}"))
+                ],
+                0..3,
+            ),
+        ),
+    )
+        .prop_map(|(mode, bot, flags, grants)| Context {
+            mode: mode.map(str::to_string),
+            bot: bot.map(str::to_string),
+            flags: flags.into_iter().map(str::to_string).collect(),
+            grants,
+        })
 }

@@ -8,7 +8,7 @@ use toolpolicy::{
     CauseKind, Context, Exposure, ItemRef, Policy, Registry, Table, hint::Hint, reference,
 };
 
-use crate::arbitrary::{HINTS, policy, render};
+use crate::arbitrary::{HINTS, hint_context as context, policy, render};
 
 const KEYS: [&str; 4] = [
     "readOnlyHint",
@@ -87,30 +87,6 @@ fn registry() -> impl Strategy<Value = Registry> {
             .collect();
         Registry::from_json(&Value::Array(entries).to_string()).expect("generated registry loads")
     })
-}
-
-fn context() -> impl Strategy<Value = Context> {
-    (
-        prop_oneof![Just(None), Just(Some("m1")), Just(Some("m2"))],
-        prop_oneof![Just(None), Just(Some("r1")), Just(Some("r3"))],
-        prop::collection::btree_set(prop_oneof![Just("f0"), Just("f1")], 0..3),
-        prop::option::weighted(
-            0.2,
-            prop::collection::vec(
-                prop_oneof![
-                    "[ab*]{1,2}",
-                    prop::sample::select(&HINTS[..]).prop_map(|h| format!("hint:{h}"))
-                ],
-                0..3,
-            ),
-        ),
-    )
-        .prop_map(|(mode, bot, flags, grants)| Context {
-            mode: mode.map(str::to_string),
-            bot: bot.map(str::to_string),
-            flags: flags.into_iter().map(str::to_string).collect(),
-            grants,
-        })
 }
 
 proptest! {

@@ -15,7 +15,7 @@ use toolpolicy::{
     CauseKind, Context, Engine, Exposure, ItemRef, Policy, Registry, SkillList, Table, reference,
 };
 
-use crate::arbitrary::{HINTS, SCOPES, condition, policy, render};
+use crate::arbitrary::{SCOPES, condition, hint_context as context, policy, render};
 
 /// One tool's definition, as a server would list it; `variant` changes it
 /// in one of the ways a lock must notice (or, for 0, not at all).
@@ -118,30 +118,6 @@ fn with_lock(text: &str, settings: &[GenSetting]) -> String {
         }
     }
     out
-}
-
-fn context() -> impl Strategy<Value = Context> {
-    (
-        prop_oneof![Just(None), Just(Some("m1")), Just(Some("m2"))],
-        prop_oneof![Just(None), Just(Some("r1")), Just(Some("r3"))],
-        prop::collection::btree_set(prop_oneof![Just("f0"), Just("f1")], 0..3),
-        prop::option::weighted(
-            0.2,
-            prop::collection::vec(
-                prop_oneof![
-                    "[ab*]{1,2}",
-                    prop::sample::select(&HINTS[..]).prop_map(|h| format!("hint:{h}"))
-                ],
-                0..3,
-            ),
-        ),
-    )
-        .prop_map(|(mode, bot, flags, grants)| Context {
-            mode: mode.map(str::to_string),
-            bot: bot.map(str::to_string),
-            flags: flags.into_iter().map(str::to_string).collect(),
-            grants,
-        })
 }
 
 fn locked(text: &str, lock: Lock) -> Policy {
