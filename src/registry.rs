@@ -305,7 +305,7 @@ impl Registry {
 
     /// Sets [`Tool::unlocked`] on every tool to what `unlocked` says of it;
     /// returns how many are unlocked. See [`crate::lock::mark`].
-    pub fn set_unlocked(&mut self, unlocked: impl Fn(&Tool) -> bool) -> usize {
+    pub fn set_unlocked(&mut self, mut unlocked: impl FnMut(&Tool) -> bool) -> usize {
         let mut n = 0;
         for t in &mut self.tools.items {
             t.unlocked = unlocked(t);

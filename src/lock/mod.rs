@@ -175,27 +175,28 @@ pub fn digest(tool: &Tool) -> Digest {
 /// lock: all false when the policy names none, all true when it names one
 /// that was never [`attach`]ed (fail closed). Returns how many are unlocked.
 pub fn mark(registry: &mut Registry, policy: &Policy) -> usize {
-    match &policy.lock {
-        None => registry.set_unlocked(|_| false),
-        Some(LockSetting { file: None, .. }) => registry.set_unlocked(|_| true),
-        Some(LockSetting {
-            file: Some(lock), ..
-        }) => registry.set_unlocked(|t| lock.is_unlocked(t)),
-    }
+    registry.set_unlocked(|t| unlocked_for(policy, t))
 }
 
-/// Whether `mark` would set anything differently on `registry` for `policy`.
-pub fn marks_differ(registry: &Registry, policy: &Policy) -> bool {
-    registry.tools().iter().any(|t| {
-        let want = match &policy.lock {
-            None => false,
-            Some(LockSetting { file: None, .. }) => true,
-            Some(LockSetting {
-                file: Some(lock), ..
-            }) => lock.is_unlocked(t),
-        };
-        want != t.unlocked
-    })
+/// What [`mark`] would set on each tool of `registry`, in registry order:
+/// for a caller that first looks whether anything would change, without
+/// digesting every tool twice.
+pub fn marks(registry: &Registry, policy: &Policy) -> Vec<bool> {
+    registry
+        .tools()
+        .iter()
+        .map(|t| unlocked_for(policy, t))
+        .collect()
+}
+
+fn unlocked_for(policy: &Policy, tool: &Tool) -> bool {
+    match &policy.lock {
+        None => false,
+        Some(LockSetting { file: None, .. }) => true,
+        Some(LockSetting {
+            file: Some(lock), ..
+        }) => lock.is_unlocked(tool),
+    }
 }
 
 /// Why a path written in `lock = "..."` can never name a lock inside the

@@ -80,11 +80,14 @@ impl ToolData {
     /// or `None` when no mark would change: what is derived from the
     /// definitions is shared, only the registry is copied.
     fn remarked(&self, policy: &Policy) -> Option<ToolData> {
-        if !crate::lock::marks_differ(&self.registry, policy) {
+        let wanted = crate::lock::marks(&self.registry, policy);
+        let tools = self.registry.tools();
+        if tools.iter().zip(&wanted).all(|(t, &w)| t.unlocked == w) {
             return None;
         }
         let mut registry = Registry::clone(&self.registry);
-        crate::lock::mark(&mut registry, policy);
+        let mut wanted = wanted.into_iter();
+        registry.set_unlocked(|_| wanted.next().unwrap_or(true));
         let signatures = OnceLock::new();
         if let Some(s) = self.signatures.get() {
             let _ = signatures.set(s.clone());
