@@ -368,20 +368,24 @@ class ClaudeCode(ClientCase):
             connected = r"tools: policy gateway .*✔ Connected"
             self.assertRegex(listed.stdout, connected, listed.stdout + listed.stderr)
 
-            prompt = "Write the test entity into the knowledge graph."
-            run = run_client(
-                ["claude", "-p", prompt, "--allowedTools", "mcp__tools"], env, self.project
-            )
-            self.assert_finished(run, model)
-
-            self.assert_served_as_listed(
-                model,
-                self.agent_turns(model),
-                self.gateway_tools,
-                lambda history: claude_results(history, self.prefix),
-                "messages",
-            )
+            self.claude_serves_the_chat(model, env)
         self.assert_no_gateway_left()
+
+    def claude_serves_the_chat(self, model: ModelServer, env: dict[str, str]) -> None:
+        """Claude Code, with the gateway added as `tools`, runs the chat of
+        the scripted model and is served what the gateway listed."""
+        prompt = "Write the test entity into the knowledge graph."
+        run = run_client(
+            ["claude", "-p", prompt, "--allowedTools", "mcp__tools"], env, self.project
+        )
+        self.assert_finished(run, model)
+        self.assert_served_as_listed(
+            model,
+            self.agent_turns(model),
+            self.gateway_tools,
+            lambda history: claude_results(history, self.prefix),
+            "messages",
+        )
 
     def test_claude_code_own_tool_search(self) -> None:
         """With its defaults, Claude Code defers MCP tools itself: the
@@ -434,18 +438,7 @@ class ClaudeCode(ClientCase):
             listed = run_client(["claude", "mcp", "list"], env, self.project)
             self.assertRegex(listed.stdout, r"tools: http://\S+ \(HTTP\).*✔ Connected",
                              listed.stdout + listed.stderr)
-            prompt = "Write the test entity into the knowledge graph."
-            run = run_client(
-                ["claude", "-p", prompt, "--allowedTools", "mcp__tools"], env, self.project
-            )
-            self.assert_finished(run, model)
-            self.assert_served_as_listed(
-                model,
-                self.agent_turns(model),
-                self.gateway_tools,
-                lambda history: claude_results(history, self.prefix),
-                "messages",
-            )
+            self.claude_serves_the_chat(model, env)
         self.assert_no_gateway_left()
 
     def test_claude_code_one_entry_per_mode_from_the_readme(self) -> None:
