@@ -14,8 +14,9 @@ model (model_server.py) so nothing leaves the machine and no key is needed:
   `mcpServers` block in ~/.qwen/settings.json, run headless (`qwen PROMPT`)
   against the same Chat Completions API (`OPENAI_BASE_URL`).
 
-The snippets are read from docs/gateway.md itself, so the page cannot drift from
-what is tested. Behind the gateway runs the npm memory server under a policy
+The snippets are read from docs/gateway.md itself (the HTTP entries of Claude
+Code and Codex from the README), so the pages cannot drift from what is
+tested. Behind the gateway runs the npm memory server under a policy
 that declares `memory__read_graph`, hides `memory__delete_entities` and
 defers the rest. The scripted model, in each client:
 
@@ -90,14 +91,16 @@ def readme_block(heading: str, lang: str) -> str:
 
 
 def http_block(lang: str) -> str:
-    """The first fenced `lang` block of docs/gateway.md's "An HTTP entry in
-    a client" (the gateway served with `--listen`)."""
-    text = (ROOT / "docs" / "gateway.md").read_text()
-    start = text.index("### An HTTP entry in a client")
-    match = re.compile(rf"```{lang}\n(.*?)```", re.S).search(text, start)
-    if match is None:
-        raise AssertionError(f"docs/gateway.md: no ```{lang} block for an HTTP entry")
-    return match.group(1)
+    """The fenced `lang` block naming the team's URL in the README's "Put
+    your client behind it" (the gateway served with `--listen`);
+    docs/gateway.md repeats it, and a cargo test keeps the two the same."""
+    text = (ROOT / "README.md").read_text()
+    start = text.index("### 5. Put your client behind it")
+    end = text.index("\n## ", start)
+    for match in re.compile(rf"```{lang}\n(.*?)```", re.S).finditer(text, start, end):
+        if DOCS_URL in match.group(1):
+            return match.group(1)
+    raise AssertionError(f"README.md: no ```{lang} block for an HTTP entry")
 
 
 # The URL the HTTP snippets name, replaced by the test's gateway.
@@ -426,7 +429,7 @@ class ClaudeCode(ClientCase):
         self.assert_no_gateway_left()
 
     def test_claude_code_over_http_with_a_bearer_header(self) -> None:
-        """docs/gateway.md's `claude mcp add --transport http` line, against
+        """The README's `claude mcp add --transport http` line, against
         `policy gateway --listen --clients`: the entry connects with its
         bearer header, and the agent is served as on standard input."""
         with self.listening() as url, ModelServer(self.script) as model:
@@ -623,7 +626,7 @@ class Codex(ClientCase):
         self.assert_no_gateway_left()
 
     def test_codex_over_http_with_a_bearer_token(self) -> None:
-        """docs/gateway.md's HTTP `[mcp_servers.tools]` block (a URL and
+        """The README's HTTP `[mcp_servers.tools]` block (a URL and
         `bearer_token_env_var`), against `policy gateway --listen
         --clients`: served as on standard input."""
         with self.listening() as url, ModelServer(self.script) as model:

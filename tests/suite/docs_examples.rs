@@ -259,3 +259,52 @@ fn the_locks_page_examples_are_true() {
     }
     assert_eq!(seen, 2);
 }
+
+/// The HTTP client entries of the README's "Put your client behind it" are
+/// the ones docs/gateway.md gives (the client tests run the README's), and
+/// Codex's parses with the URL and token variable the gateway expects.
+#[test]
+fn the_readme_http_entries_are_the_gateway_page_s() {
+    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+    let start = readme
+        .find("### 5. Put your client behind it")
+        .expect("the step");
+    let end = start + readme[start..].find("\n## ").expect("the next section");
+    let step = &readme[start..end];
+    let url = "https://mcp.example.com/mcp";
+    let sh: Vec<String> = blocks(step, "sh")
+        .into_iter()
+        .filter(|b| b.contains(url))
+        .collect();
+    let toml_blocks: Vec<String> = blocks(step, "toml")
+        .into_iter()
+        .filter(|b| b.contains(url))
+        .collect();
+    assert_eq!(sh.len(), 1, "one Claude Code HTTP line in the step");
+    assert_eq!(toml_blocks.len(), 1, "one Codex HTTP block in the step");
+    assert!(
+        sh[0].contains("--transport http") && sh[0].contains("Authorization: Bearer $"),
+        "{}",
+        sh[0]
+    );
+    let config: toml::Value = toml::from_str(&toml_blocks[0]).expect("the TOML parses");
+    let entry = &config["mcp_servers"]["tools"];
+    assert_eq!(entry["url"].as_str(), Some(url));
+    assert!(entry["bearer_token_env_var"].as_str().is_some());
+
+    let gateway = doc("gateway.md");
+    let at = gateway
+        .find("### An HTTP entry in a client")
+        .expect("the gateway page's section");
+    let section = &gateway[at..];
+    assert_eq!(
+        blocks(section, "sh").first(),
+        Some(&sh[0]),
+        "Claude Code's line"
+    );
+    assert_eq!(
+        blocks(section, "toml").first(),
+        Some(&toml_blocks[0]),
+        "Codex's block"
+    );
+}
