@@ -44,7 +44,6 @@ use rmcp::model::{
 };
 use rmcp::service::{Peer, RequestContext, SubscriptionContext};
 use rmcp::transport::StreamableHttpService;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{SessionManager as _, StreamableHttpServerConfig};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -54,6 +53,7 @@ use crate::Context;
 use super::Gateway;
 use super::clients::Clients;
 use super::connection::{self, Connection};
+use super::sessions::Sessions;
 
 /// Where MCP is served.
 pub const MCP_PATH: &str = "/mcp";
@@ -290,8 +290,8 @@ struct Open {
 pub struct Listener {
     options: ListenOptions,
     callers: Callers,
-    service: StreamableHttpService<Handler, LocalSessionManager>,
-    manager: Arc<LocalSessionManager>,
+    service: StreamableHttpService<Handler, Sessions>,
+    manager: Arc<Sessions>,
     sessions: Mutex<HashMap<Arc<str>, Open>>,
     all: Arc<Semaphore>,
     per_caller: Mutex<HashMap<String, Arc<Semaphore>>>,
@@ -305,11 +305,9 @@ pub struct Listener {
 
 impl Listener {
     pub fn new(gateway: Arc<Gateway>, options: ListenOptions, callers: Callers) -> Arc<Listener> {
-        let mut manager = LocalSessionManager::default();
         // Sessions end by the listener's own idle clock, which a long call
-        // does not run down; rmcp's would end a session in the middle of one.
-        manager.session_config.keep_alive = None;
-        let manager = Arc::new(manager);
+        // does not run down.
+        let manager = Arc::new(Sessions::default());
         // Host and Origin are checked before rmcp sees the request.
         let config = StreamableHttpServerConfig::default()
             .disable_allowed_hosts()
@@ -720,8 +718,7 @@ impl Listener {
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             interval.tick().await;
-            let live: std::collections::HashSet<Arc<str>> =
-                self.manager.sessions.read().await.keys().cloned().collect();
+            let live = self.manager.ids();
             let mut sessions = lock(&self.sessions);
             let ending: Vec<Arc<str>> = sessions
                 .iter()
@@ -744,7 +741,7 @@ impl Listener {
         self.closing
             .store(true, std::sync::atomic::Ordering::Relaxed);
         let ids: Vec<Arc<str>> = lock(&self.sessions).drain().map(|(k, _)| k).collect();
-        let all: Vec<Arc<str>> = self.manager.sessions.read().await.keys().cloned().collect();
+        let all: Vec<Arc<str>> = self.manager.ids().into_iter().collect();
         for id in &all {
             let _ = self.manager.close_session(id).await;
         }
