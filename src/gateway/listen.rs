@@ -944,7 +944,9 @@ impl ServerHandler for Handler {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let connection = self.connection(&context.extensions, &context.peer)?;
-        ServerHandler::list_tools(&*connection, request, context).await
+        // Boxed, as every handler future here: see `call_tool`.
+        Box::pin(async move { ServerHandler::list_tools(&*connection, request, context).await })
+            .await
     }
 
     async fn call_tool(
@@ -953,7 +955,12 @@ impl ServerHandler for Handler {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let connection = self.connection(&context.extensions, &context.peer)?;
-        ServerHandler::call_tool(&*connection, request, context).await
+        // Boxed: rmcp's session task awaits the handler's request future in
+        // place during the handshake, so it keeps room for the largest one
+        // for as long as the session lives, and a forwarded call's is tens
+        // of KiB. Boxed, it takes that room only while a call runs.
+        Box::pin(async move { ServerHandler::call_tool(&*connection, request, context).await })
+            .await
     }
 
     fn accepted_subscription_filter(
@@ -964,7 +971,7 @@ impl ServerHandler for Handler {
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
-        connection::listen_for_reloads(&self.gateway, context).await;
+        Box::pin(connection::listen_for_reloads(&self.gateway, context)).await;
         Ok(())
     }
 }

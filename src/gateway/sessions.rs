@@ -159,7 +159,10 @@ impl Pending {
 /// delivered outside it.
 enum Delivery {
     Nowhere,
-    Init(oneshot::Sender<ServerJsonRpcMessage>, Box<ServerJsonRpcMessage>),
+    Init(
+        oneshot::Sender<ServerJsonRpcMessage>,
+        Box<ServerJsonRpcMessage>,
+    ),
     Stream(mpsc::Sender<ServerSseMessage>, ServerSseMessage),
 }
 
