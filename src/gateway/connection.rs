@@ -11,8 +11,9 @@
 //! `activation = "per_prompt"` a connection keeps its activations until it
 //! ends (a reconnect or restart starts afresh), as `sticky` does.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -160,9 +161,11 @@ impl Connection {
             return Ok(Arc::clone(tools));
         }
         let ctx = lock(&self.session).context().clone();
-        let fresh = engine.session(ctx).map_err(|e| e.to_string())?;
-        let plan = fresh.peek_plan(engine).map_err(|e| e.to_string())?;
-        let tools = Arc::new(to_mcp_list(&plan.tool_list(delivery)));
+        let tools = self.gateway.lists.get_or_make(generation, &ctx, || {
+            let fresh = engine.session(ctx.clone()).map_err(|e| e.to_string())?;
+            let plan = fresh.peek_plan(engine).map_err(|e| e.to_string())?;
+            Ok(to_mcp_list(&plan.tool_list(delivery)))
+        })?;
         // The audit log's `list`, as this connection's session.
         let _ = lock(&self.session).plan(engine);
         *listed = Some((generation, Arc::clone(&tools)));
@@ -310,6 +313,71 @@ impl Connection {
         };
         let _ = lock(&self.session).record_forwarded(engine, name, status, Some(forwarded));
         result
+    }
+}
+
+/// The first turn's tool lists of call exposure, one per context, shared
+/// by every connection in that context: with a large registry, a list per
+/// connection was most of an idle connection's memory. A list is kept here
+/// only while a connection holds it, and only for the reload generation it
+/// was made at.
+#[derive(Default)]
+pub struct SharedLists(Mutex<Lists>);
+
+#[derive(Default)]
+struct Lists {
+    generation: u64,
+    by_context: HashMap<Context, Weak<Vec<McpTool>>>,
+    /// The size at which lists nobody holds any more are dropped.
+    prune_at: usize,
+}
+
+impl SharedLists {
+    /// The list for `ctx` at `generation`: the one a connection holds, or
+    /// one `make` makes.
+    fn get_or_make(
+        &self,
+        generation: u64,
+        ctx: &Context,
+        make: impl FnOnce() -> Result<Vec<McpTool>, String>,
+    ) -> Result<Arc<Vec<McpTool>>, String> {
+        let held = |lists: &Lists| {
+            (lists.generation == generation)
+                .then(|| lists.by_context.get(ctx).and_then(Weak::upgrade))
+                .flatten()
+        };
+        if let Some(list) = held(&lock(&self.0)) {
+            return Ok(list);
+        }
+        // Made outside the lock: other contexts' lists need not wait.
+        let list = Arc::new(make()?);
+        let mut lists = lock(&self.0);
+        if generation > lists.generation {
+            lists.generation = generation;
+            lists.by_context.clear();
+        }
+        if generation < lists.generation {
+            // Made before a reload: served once, never shared.
+            return Ok(list);
+        }
+        if let Some(theirs) = held(&lists) {
+            return Ok(theirs);
+        }
+        if lists.by_context.len() >= lists.prune_at {
+            lists.by_context.retain(|_, list| list.strong_count() > 0);
+            lists.prune_at = (lists.by_context.len() * 2).max(64);
+        }
+        lists.by_context.insert(ctx.clone(), Arc::downgrade(&list));
+        Ok(list)
+    }
+
+    /// How many lists are held by a connection.
+    pub fn held(&self) -> usize {
+        lock(&self.0)
+            .by_context
+            .values()
+            .filter(|list| list.strong_count() > 0)
+            .count()
     }
 }
 
@@ -479,6 +547,38 @@ mod tests {
         let inline = std::mem::size_of::<Connection>();
         eprintln!("a connection: {inline} bytes inline");
         assert!(inline <= 256, "{inline} bytes");
+    }
+
+    /// Connections in one context share one list per reload generation; a
+    /// list nobody holds is not kept.
+    #[test]
+    fn first_lists_are_shared_per_context_and_generation() {
+        let lists = SharedLists::default();
+        let made = std::cell::Cell::new(0);
+        let make = || {
+            made.set(made.get() + 1);
+            Ok(Vec::new())
+        };
+        let agent = Context::mode("agent");
+        let chat = Context::mode("chat");
+        let a = lists.get_or_make(1, &agent, make).unwrap();
+        let b = lists.get_or_make(1, &agent, make).unwrap();
+        assert!(Arc::ptr_eq(&a, &b));
+        assert_eq!(made.get(), 1);
+        let c = lists.get_or_make(1, &chat, make).unwrap();
+        assert!(!Arc::ptr_eq(&a, &c));
+        assert_eq!(lists.held(), 2);
+        // A reload: the next list is made afresh, and the old ones go.
+        let d = lists.get_or_make(2, &agent, make).unwrap();
+        assert!(!Arc::ptr_eq(&a, &d));
+        assert_eq!(lists.held(), 1);
+        // A list made before the reload is served but not shared.
+        let stale = lists.get_or_make(1, &chat, make).unwrap();
+        assert!(!Arc::ptr_eq(&stale, &c));
+        assert_eq!(lists.held(), 1);
+        drop(d);
+        assert_eq!(lists.held(), 0);
+        assert_eq!(made.get(), 4);
     }
 
     #[test]

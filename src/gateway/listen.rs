@@ -44,7 +44,6 @@ use rmcp::model::{
 };
 use rmcp::service::{Peer, RequestContext, SubscriptionContext};
 use rmcp::transport::StreamableHttpService;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{SessionManager as _, StreamableHttpServerConfig};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -54,6 +53,7 @@ use crate::Context;
 use super::Gateway;
 use super::clients::Clients;
 use super::connection::{self, Connection};
+use super::sessions::Sessions;
 
 /// Where MCP is served.
 pub const MCP_PATH: &str = "/mcp";
@@ -290,8 +290,8 @@ struct Open {
 pub struct Listener {
     options: ListenOptions,
     callers: Callers,
-    service: StreamableHttpService<Handler, LocalSessionManager>,
-    manager: Arc<LocalSessionManager>,
+    service: StreamableHttpService<Handler, Sessions>,
+    manager: Arc<Sessions>,
     sessions: Mutex<HashMap<Arc<str>, Open>>,
     all: Arc<Semaphore>,
     per_caller: Mutex<HashMap<String, Arc<Semaphore>>>,
@@ -305,11 +305,9 @@ pub struct Listener {
 
 impl Listener {
     pub fn new(gateway: Arc<Gateway>, options: ListenOptions, callers: Callers) -> Arc<Listener> {
-        let mut manager = LocalSessionManager::default();
         // Sessions end by the listener's own idle clock, which a long call
-        // does not run down; rmcp's would end a session in the middle of one.
-        manager.session_config.keep_alive = None;
-        let manager = Arc::new(manager);
+        // does not run down.
+        let manager = Arc::new(Sessions::default());
         // Host and Origin are checked before rmcp sees the request.
         let config = StreamableHttpServerConfig::default()
             .disable_allowed_hosts()
@@ -720,8 +718,7 @@ impl Listener {
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             interval.tick().await;
-            let live: std::collections::HashSet<Arc<str>> =
-                self.manager.sessions.read().await.keys().cloned().collect();
+            let live = self.manager.ids();
             let mut sessions = lock(&self.sessions);
             let ending: Vec<Arc<str>> = sessions
                 .iter()
@@ -744,7 +741,7 @@ impl Listener {
         self.closing
             .store(true, std::sync::atomic::Ordering::Relaxed);
         let ids: Vec<Arc<str>> = lock(&self.sessions).drain().map(|(k, _)| k).collect();
-        let all: Vec<Arc<str>> = self.manager.sessions.read().await.keys().cloned().collect();
+        let all: Vec<Arc<str>> = self.manager.ids().into_iter().collect();
         for id in &all {
             let _ = self.manager.close_session(id).await;
         }
@@ -947,7 +944,9 @@ impl ServerHandler for Handler {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let connection = self.connection(&context.extensions, &context.peer)?;
-        ServerHandler::list_tools(&*connection, request, context).await
+        // Boxed, as every handler future here: see `call_tool`.
+        Box::pin(async move { ServerHandler::list_tools(&*connection, request, context).await })
+            .await
     }
 
     async fn call_tool(
@@ -956,7 +955,12 @@ impl ServerHandler for Handler {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let connection = self.connection(&context.extensions, &context.peer)?;
-        ServerHandler::call_tool(&*connection, request, context).await
+        // Boxed: rmcp's session task awaits the handler's request future in
+        // place during the handshake, so it keeps room for the largest one
+        // for as long as the session lives, and a forwarded call's is tens
+        // of KiB. Boxed, it takes that room only while a call runs.
+        Box::pin(async move { ServerHandler::call_tool(&*connection, request, context).await })
+            .await
     }
 
     fn accepted_subscription_filter(
@@ -967,7 +971,7 @@ impl ServerHandler for Handler {
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
-        connection::listen_for_reloads(&self.gateway, context).await;
+        Box::pin(connection::listen_for_reloads(&self.gateway, context)).await;
         Ok(())
     }
 }

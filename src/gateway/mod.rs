@@ -32,6 +32,7 @@ pub mod origin;
 pub mod reload;
 mod remote;
 pub mod servers;
+pub mod sessions;
 pub mod stdio;
 
 use std::collections::HashMap;
@@ -99,6 +100,8 @@ pub struct Gateway {
     /// What else a reloaded policy must serve besides the command line's
     /// context (the HTTP listener's callers), see [`Gateway::set_reload_check`].
     reload_check: Mutex<Option<ReloadCheck>>,
+    /// The first turn's tool lists, shared by the connections in each context.
+    pub lists: connection::SharedLists,
 }
 
 /// Why a policy just put in force cannot serve a context it must: one line
@@ -143,6 +146,7 @@ impl Gateway {
             generation: watch::channel(0).0,
             last_lints: Arc::default(),
             reload_check: Mutex::new(None),
+            lists: connection::SharedLists::default(),
         });
         gateway.rebuild();
         (gateway, started.report, started.events)

@@ -1001,3 +1001,125 @@ fn a_request_that_only_claims_to_be_a_stream_takes_a_request_s_share() {
     assert_eq!(refused.status, 429, "{refused:?}");
     assert_eq!(slow.join().unwrap(), 200);
 }
+
+/// Reads `stream` until what it has read contains `needle` (true) or it
+/// ends or the deadline passes (false); what was read is left in `seen`.
+fn read_until(stream: &mut TcpStream, needle: &str, seen: &mut String) -> bool {
+    let until = Instant::now() + DEADLINE;
+    let mut buf = [0u8; 4096];
+    while !seen.contains(needle) && Instant::now() < until {
+        stream
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        match stream.read(&mut buf) {
+            Ok(0) => return false,
+            Ok(n) => seen.push_str(&String::from_utf8_lossy(&buf[..n])),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => return false,
+        }
+    }
+    seen.contains(needle)
+}
+
+/// A reload tells each session's client that its list changed: on its
+/// `GET` stream when one is open, and, for a session without one, on the
+/// first stream it opens afterwards (nothing is lost for want of a stream).
+#[test]
+fn a_reload_is_told_on_each_session_s_stream_even_one_opened_later() {
+    let l = Listening::start(POLICY, TOOLS, &[], &[]);
+    let mut a = Session::open(&l.addr);
+    let mut b = Session::open(&l.addr);
+    assert_eq!(a.list().len(), 3);
+    assert_eq!(b.list().len(), 3);
+    let (mut stream_a, status) = open_stream(&l.addr, &a.id);
+    assert_eq!(status, 200);
+    std::fs::write(l.dir.join("gateway.policy"), "NoDefer(*)\n").unwrap();
+    assert!(l.gw.wait_stderr("reloaded", 1), "{}", l.gw.stderr());
+    let mut seen = String::new();
+    assert!(
+        read_until(&mut stream_a, "notifications/tools/list_changed", &mut seen),
+        "{seen:?}"
+    );
+    let (mut stream_b, status) = open_stream(&l.addr, &b.id);
+    assert_eq!(status, 200);
+    let mut seen = String::new();
+    assert!(
+        read_until(&mut stream_b, "notifications/tools/list_changed", &mut seen),
+        "{seen:?}"
+    );
+    assert_eq!(b.list(), ["fx__echo", "fx__secret", "fx__pid", "fx__slow"]);
+}
+
+/// `DELETE` ends a session: its open stream closes, and a request in it
+/// is 404 from then on.
+#[test]
+fn a_deleted_session_ends_its_stream_and_is_404() {
+    let l = Listening::start(POLICY, TOOLS, &[], &[]);
+    let mut s = Session::open(&l.addr);
+    assert_eq!(s.list().len(), 3);
+    let (mut stream, status) = open_stream(&l.addr, &s.id);
+    assert_eq!(status, 200);
+    let headers = [
+        ("Mcp-Session-Id", s.id.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    let deleted = send(&l.addr, "DELETE", &headers, "");
+    assert_eq!(deleted.status, 204, "{deleted:?}");
+    // The stream's last chunk comes, then the end.
+    let mut seen = String::new();
+    assert!(
+        !read_until(&mut stream, "never sent", &mut seen),
+        "{seen:?}"
+    );
+    assert!(seen.ends_with("0\r\n\r\n"), "{seen:?}");
+    assert_eq!(s.request("tools/list", json!({})).status, 404);
+}
+
+/// A client that loses a request's stream before the answer comes opens it
+/// again with the last event ID it saw, and gets the answer there.
+#[test]
+fn a_lost_request_stream_is_resumed_by_its_last_event_id() {
+    let l = Listening::start("NoDefer(*)\n", TOOLS, &[("FIXTURE_SLOW_MS", "1500")], &[]);
+    let s = Session::open(&l.addr);
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "fx__slow", "arguments": {}}})
+    .to_string();
+    let mut post = TcpStream::connect(&l.addr).unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Type: application/json\r\nMcp-Session-Id: {}\r\n\
+         MCP-Protocol-Version: 2025-11-25\r\nContent-Length: {}\r\n\r\n{call}",
+        l.addr,
+        s.id,
+        call.len()
+    );
+    post.write_all(head.as_bytes()).unwrap();
+    // The stream opens with an event whose ID names it.
+    let mut seen = String::new();
+    assert!(read_until(&mut post, "retry:", &mut seen), "{seen:?}");
+    let event = seen
+        .lines()
+        .find_map(|l| l.strip_prefix("id:"))
+        .map(|id| id.trim().to_string())
+        .unwrap_or_else(|| panic!("no event ID in {seen:?}"));
+    assert!(!seen.contains("\"result\""), "{seen:?}");
+    drop(post);
+    let headers = [
+        ("Mcp-Session-Id", s.id.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+        ("Accept", "text/event-stream"),
+        ("Last-Event-ID", event.as_str()),
+    ];
+    let resumed = send(&l.addr, "GET", &headers, "");
+    assert_eq!(resumed.status, 200, "{resumed:?}");
+    let messages = resumed.messages();
+    let answer = messages
+        .iter()
+        .find(|m| m["id"] == 7)
+        .unwrap_or_else(|| panic!("no answer in {resumed:?}"));
+    assert!(answer["result"]["isError"] != true, "{answer}");
+}
