@@ -41,6 +41,8 @@ mod gateway_tls;
 #[cfg(feature = "gateway")]
 mod gateway_urls;
 mod golden;
+#[cfg(feature = "gateway")]
+mod http_load;
 mod linear;
 mod lock;
 mod long_names;

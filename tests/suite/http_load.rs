@@ -1,0 +1,241 @@
+//! The load driver of `tests/e2e/load.py` (`examples/http_load.rs`), run
+//! briefly with tiny counts against the fixture served over HTTP and through
+//! `policy gateway --listen`, so that it cannot rot: every call counted, none
+//! failed, failures and timeouts reported as such, and no address beyond
+//! loopback driven.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::gateway_listen::Listening;
+use super::gateway_support::*;
+
+fn driver_bin() -> PathBuf {
+    let bin = fixture_bin().with_file_name(if cfg!(windows) {
+        "http_load.exe"
+    } else {
+        "http_load"
+    });
+    assert!(
+        bin.exists(),
+        "{} is missing: `cargo test` builds it, or run `cargo build --example http_load`",
+        bin.display()
+    );
+    bin
+}
+
+/// The driver run to its end with these arguments, within the deadline:
+/// exit code, standard output, standard error.
+fn drive(args: &[&str]) -> (Option<i32>, String, String) {
+    let mut child = Command::new(driver_bin())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + DEADLINE;
+    while Instant::now() < until {
+        if let Ok(Some(_)) = child.try_wait() {
+            let out = child.wait_with_output().unwrap();
+            return (
+                out.status.code(),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("`http_load {}` did not end in time", args.join(" "));
+}
+
+/// The driver's JSON report of a run that succeeded.
+fn report(args: &[&str]) -> Value {
+    let (code, out, err) = drive(args);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+fn assert_all_answered(report: &Value, calls: u64) {
+    assert_eq!(report["answered"], calls, "{report}");
+    assert_eq!(report["failed"], 0, "{report}");
+    assert_eq!(report["cut_off"], false, "{report}");
+    let p50 = report["p50_ms"].as_f64().unwrap();
+    let p99 = report["p99_ms"].as_f64().unwrap();
+    assert!(0.0 < p50 && p50 <= p99, "{report}");
+    assert!(report["throughput"].as_f64().unwrap() > 0.0, "{report}");
+}
+
+#[test]
+fn every_call_is_answered_directly_and_through_the_gateway() {
+    let fixture = HttpFixture::start("echo", &[]);
+    let direct = report(&[
+        "--url",
+        &fixture.url,
+        "--tool",
+        "echo",
+        "--clients",
+        "3",
+        "--calls",
+        "5",
+        "--json",
+    ]);
+    assert_all_answered(&direct, 15);
+    assert_eq!(direct["rate"], Value::Null);
+
+    let listening = Listening::start("NoDefer(*)\n", "echo", &[], &[]);
+    let url = format!("http://{}/mcp", listening.addr);
+    let through = report(&[
+        "--url",
+        &url,
+        "--tool",
+        "fx__echo",
+        "--clients",
+        "3",
+        "--calls",
+        "5",
+        "--json",
+    ]);
+    assert_all_answered(&through, 15);
+}
+
+#[test]
+fn paced_calls_are_spread_over_time_at_the_rate_asked() {
+    let fixture = HttpFixture::start("echo", &[]);
+    // 15 calls at 50 a second: the last is sent 0.28 s after the first.
+    let paced = report(&[
+        "--url",
+        &fixture.url,
+        "--tool",
+        "echo",
+        "--clients",
+        "3",
+        "--calls",
+        "5",
+        "--rate",
+        "50",
+        "--json",
+    ]);
+    assert_all_answered(&paced, 15);
+    assert_eq!(paced["rate"], 50.0);
+    assert!(paced["wall_s"].as_f64().unwrap() >= 0.28, "{paced}");
+    assert!(paced["lag_p50_ms"].as_f64().is_some(), "{paced}");
+}
+
+#[test]
+fn failed_calls_are_counted_and_the_run_exits_1() {
+    let fixture = HttpFixture::start("echo", &[]);
+    let (code, out, _) = drive(&[
+        "--url",
+        &fixture.url,
+        "--tool",
+        "absent",
+        "--clients",
+        "2",
+        "--calls",
+        "3",
+        "--warmup",
+        "0",
+        "--json",
+    ]);
+    assert_eq!(code, Some(1), "{out}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["answered"], 0, "{report}");
+    assert_eq!(report["failed"], 6, "{report}");
+    assert!(
+        report["errors"][0].as_str().unwrap().contains("absent"),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_call_past_the_request_timeout_fails_and_the_run_is_bounded() {
+    let fixture = HttpFixture::start("slow", &[("FIXTURE_SLOW_MS", "5000")]);
+    let started = Instant::now();
+    let (code, out, _) = drive(&[
+        "--url",
+        &fixture.url,
+        "--tool",
+        "slow",
+        "--clients",
+        "2",
+        "--calls",
+        "1",
+        "--warmup",
+        "0",
+        "--request-timeout",
+        "0.2",
+        "--json",
+    ]);
+    assert_eq!(code, Some(1), "{out}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["failed"], 2, "{report}");
+    assert!(
+        report["errors"][0]
+            .as_str()
+            .unwrap()
+            .contains("no answer within 0.2 s"),
+        "{report}"
+    );
+
+    // The whole run is cut off at `--timeout`, whatever each request's bound.
+    let (code, out, _) = drive(&[
+        "--url",
+        &fixture.url,
+        "--tool",
+        "slow",
+        "--clients",
+        "2",
+        "--calls",
+        "3",
+        "--warmup",
+        "0",
+        "--timeout",
+        "0.5",
+        "--json",
+    ]);
+    assert_eq!(code, Some(1), "{out}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["cut_off"], true, "{report}");
+    assert!(started.elapsed() < Duration::from_secs(4));
+}
+
+#[test]
+fn only_loopback_addresses_are_driven() {
+    for (url, says) in [
+        (
+            "http://192.0.2.1:80/mcp",
+            "`192.0.2.1` is not a loopback address",
+        ),
+        (
+            "http://example.com:80/mcp",
+            "must be a loopback address, not `example.com`",
+        ),
+        (
+            "https://127.0.0.1:1/mcp",
+            "only plain `http://` URLs on loopback",
+        ),
+    ] {
+        let (code, out, err) = drive(&["--url", url, "--tool", "echo"]);
+        assert_eq!(code, Some(2), "{url}: {out}{err}");
+        assert!(err.contains(says), "{url}: {err}");
+    }
+    let (code, _, err) = drive(&[
+        "--url",
+        "http://127.0.0.1:1/mcp",
+        "--tool",
+        "echo",
+        "--clients",
+        "0",
+    ]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("`--clients` must be a whole number from 1 to 1000, not `0`"),
+        "{err}"
+    );
+}
