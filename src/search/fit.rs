@@ -722,6 +722,25 @@ mod tests {
     }
 
     #[test]
+    fn to_star_something_is_to_make_it_a_favourite() {
+        let reg = registry(&[
+            ("favorite_dashboard", "Mark a dashboard as a favourite"),
+            ("list_dashboards", "List the dashboards"),
+            ("delete_dashboard", "Delete a dashboard"),
+        ]);
+        let idx = SearchIndex::new(&reg);
+        // `revenue` is a dashboard's name, which no tool has: `star` is what
+        // is asked, and tools say it as `favourite` (or `bookmark`).
+        let q = "star the revenue dashboard";
+        assert_eq!(activated(&reg, &idx, q), ["favorite_dashboard"]);
+        let fit = idx.fit(q, 0).unwrap();
+        assert!(
+            fit.units.iter().any(|u| u.word == "star" && u.cover > 0.7),
+            "{fit:?}"
+        );
+    }
+
+    #[test]
     fn fitting_is_deterministic() {
         let reg = registry(&[
             ("one", "open the door"),

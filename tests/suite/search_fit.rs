@@ -26,7 +26,7 @@
 //! | tuned (fixtures) | 0.980 | 1.94 |
 //! | held-out dev (fixtures) | 0.938 | 2.53 |
 //! | held-out untouched (fixtures) | 0.844 | 2.52 |
-//! | registries dev (project) | 0.783 | 2.51 |
+//! | registries dev (project) | 0.795 | 2.53 |
 //! | registries untouched (project) | 0.671 | 2.60 |
 //!
 //! and 22 / 24, 19 / 24 (fixtures) and 22 / 24, 14 / 24 (project) of the
@@ -40,7 +40,10 @@
 //! three sets (on the development halves: the right tool ranked among four
 //! that match alike, and a request half of whose words the registry knows
 //! only loosely) for 27 more no-answer requests that activate nothing and
-//! 0.1 to 0.25 fewer tools per query. The floors below sit a little under these figures, so a change
+//! 0.1 to 0.25 fewer tools per query. The fourth round reads `star` as
+//! `favourite` (registries dev 0.783 / 2.51 before: `star the revenue
+//! dashboard` loaded nothing, and now loads the favourite tool and its
+//! opposite). The floors below sit a little under these figures, so a change
 //! that loses them fails.
 
 use toolpolicy::runtime::Engine;
@@ -151,7 +154,7 @@ fn activation_figures_per_set() {
             "tuned" => (0.975, 2.0, 0),
             "held-out dev" => (0.93, 2.6, 0),
             "held-out untouched" => (0.835, 2.6, 0),
-            "registries dev" => (0.775, 2.6, 0),
+            "registries dev" => (0.79, 2.6, 0),
             "registries untouched" => (0.66, 2.65, 0),
             "no-answer dev (fixtures)" => (0.0, 0.0, 21),
             "no-answer untouched (fixtures)" => (0.0, 0.0, 18),
