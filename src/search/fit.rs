@@ -26,8 +26,11 @@
 //! `dashboard`, and `publish` and `team` only as WordNet's words for `issue`
 //! and `squad`, knows 1.8 of 4 words). A Chinese character left alone,
 //! outside the query's dictionary words ([`CHAR_WEIGHT`]), weighs half a
-//! word: it is often a measure word or part of a name the dictionary lacks
-//! (`杭州天气` is `杭`, `州` and `天气`: two words' worth, one known).
+//! word: it is often a measure word or part of a name the dictionary lacks.
+//! Characters left alone side by side are read as such words, a pair of
+//! characters each ([`RUN_CHAR_WEIGHT`] a character): `杭州天气` is `杭`,
+//! `州` and `天气`, a word and a half's worth, one known; `带伞杭州天气`
+//! two words' worth, one known.
 //!
 //! A search activates the best-ranked tool that fits, among the first
 //! `limit` ranked; then each next one that fits too and is about as good a
@@ -72,6 +75,9 @@ const KNOWN_SHARE: f32 = 0.5;
 /// What a Chinese character left alone (no dictionary word of the query
 /// holds it) weighs as a content word: half a word.
 const CHAR_WEIGHT: f32 = 0.5;
+/// What each character of a run of two or more characters left alone
+/// weighs: a pair of them is one word the dictionary lacks, half a word.
+const RUN_CHAR_WEIGHT: f32 = CHAR_WEIGHT / 2.0;
 
 /// Words that say little about what is asked: a match on them alone is no
 /// match. Compared stemmed, as the index stems them.
@@ -291,12 +297,15 @@ fn strength(t: &QueryTerm) -> f32 {
 /// How much a content unit weighs when the known share of a request is
 /// counted: a Chinese character alone ([`CHAR_WEIGHT`]) is what is left once
 /// the query's dictionary words are read (a measure word, a character of a
-/// name the dictionary lacks), and says less than a word.
-fn unit_weight(text: &str) -> f32 {
-    let mut chars = text.chars();
-    match (chars.next(), chars.next()) {
-        (Some(c), None) if super::tokenize::is_cjk(c) => CHAR_WEIGHT,
-        _ => 1.0,
+/// name the dictionary lacks), and says less than a word. Characters left
+/// alone side by side (`run_len` of them in the unit's run, light ones
+/// aside) are read as words the dictionary lacks, two characters each
+/// ([`RUN_CHAR_WEIGHT`] a character): `杭州` weighs what `杭` alone does.
+fn unit_weight(u: &Unit, run_len: usize) -> f32 {
+    match (u.run, run_len) {
+        (0, _) => 1.0,
+        (_, 0 | 1) => CHAR_WEIGHT,
+        _ => RUN_CHAR_WEIGHT,
     }
 }
 
@@ -418,13 +427,19 @@ impl SearchIndex {
         let (mut weight, mut weight_known) = (0f32, 0f32);
         let mut direct = 0usize;
         let mut out = Vec::with_capacity(units.len());
+        // How many characters (light ones aside) each run of characters
+        // left alone holds.
+        let mut run_len = vec![0usize; units.iter().map(|u| u.run as usize + 1).max().unwrap_or(1)];
+        for u in units.iter().filter(|u| !is_light(&u.text)) {
+            run_len[u.run as usize] += 1;
+        }
         for ((u, (c, by)), known) in units.iter().zip(cover).zip(known) {
             let light = is_light(&u.text);
             covered += c;
             if !light {
                 heavy += 1;
                 heavy_covered += c;
-                let w = unit_weight(&u.text);
+                let w = unit_weight(u, run_len[u.run as usize]);
                 weight += w;
                 weight_known += w * known;
                 direct += usize::from(c >= DIRECT);
@@ -622,6 +637,37 @@ mod tests {
             activated(&reg, &idx, "帮我预订杭州西湖边的酒店和机票"),
             Vec::<String>::new()
         );
+    }
+
+    #[test]
+    fn characters_left_alone_side_by_side_are_read_as_one_word() {
+        let reg = registry(&[
+            ("get_weather", "查询城市的天气预报"),
+            ("read_file", "读取文件内容"),
+        ]);
+        let idx = SearchIndex::new(&reg);
+        // `带伞` (bring an umbrella) and `杭州` are not in the dictionary:
+        // each is two characters left alone, side by side, which read as
+        // one word the dictionary lacks, half a word each; `天气` the tool
+        // has. Counted a character at a time, the request would be two
+        // thirds about what no tool has.
+        let q = "明天要带伞吗，杭州天气";
+        let fit = idx.fit(q, 0).unwrap();
+        let alone: Vec<&str> = fit
+            .units
+            .iter()
+            .filter(|u| u.known == 0.0)
+            .map(|u| u.word.as_str())
+            .collect();
+        assert_eq!(alone, ["带", "伞", "杭", "州"], "{fit:?}");
+        assert!(!fit.mostly_unknown, "{fit:?}");
+        assert_eq!(activated(&reg, &idx, q), ["get_weather"]);
+        // A longer run is more words, a pair of characters each: six
+        // characters no tool has weigh more than the one word it has.
+        let q = "杭州带伞穿靴天气";
+        let fit = idx.fit(q, 0).unwrap();
+        assert!(fit.mostly_unknown, "{fit:?}");
+        assert_eq!(activated(&reg, &idx, q), Vec::<String>::new());
     }
 
     #[test]

@@ -24,10 +24,10 @@
 //! | set | right tool activated | per query |
 //! | --- | ---: | ---: |
 //! | tuned (fixtures) | 0.980 | 1.94 |
-//! | held-out dev (fixtures) | 0.938 | 2.53 |
+//! | held-out dev (fixtures) | 0.948 | 2.56 |
 //! | held-out untouched (fixtures) | 0.844 | 2.52 |
 //! | registries dev (project) | 0.795 | 2.53 |
-//! | registries untouched (project) | 0.671 | 2.60 |
+//! | registries untouched (project) | 0.671 | 2.63 |
 //!
 //! and 22 / 24, 19 / 24 (fixtures) and 22 / 24, 14 / 24 (project) of the
 //! no-answer requests activate nothing: 77 of 96. (The second round, with
@@ -43,7 +43,10 @@
 //! 0.1 to 0.25 fewer tools per query. The fourth round reads `star` as
 //! `favourite` (registries dev 0.783 / 2.51 before: `star the revenue
 //! dashboard` loaded nothing, and now loads the favourite tool and its
-//! opposite). The floors below sit a little under these figures, so a change
+//! opposite), and Chinese characters left alone side by side as words the
+//! dictionary lacks, a pair each (held-out dev 0.938 / 2.53 before:
+//! `明天要带伞吗，查下杭州的天气` loaded nothing, and now loads both weather
+//! tools; registries untouched 2.60 tools per query before). The floors below sit a little under these figures, so a change
 //! that loses them fails.
 
 use toolpolicy::runtime::Engine;
@@ -152,7 +155,7 @@ fn activation_figures_per_set() {
     for (label, r) in &reports {
         let (recall, per_query, abstained) = match *label {
             "tuned" => (0.975, 2.0, 0),
-            "held-out dev" => (0.93, 2.6, 0),
+            "held-out dev" => (0.945, 2.6, 0),
             "held-out untouched" => (0.835, 2.6, 0),
             "registries dev" => (0.79, 2.6, 0),
             "registries untouched" => (0.66, 2.65, 0),
