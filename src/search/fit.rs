@@ -18,20 +18,30 @@
 //! `large`, `turn`, `一下`, `所有`), or when it covers at least [`MIN_COVER`]
 //! of the query, unless the request is mostly about things the registry
 //! does not have: the tool matches at most one of the query's words
-//! directly, and fewer than half of the query's words (not counting light
-//! ones) are matched by any tool at all, by any evidence (`charge the
-//! customer's credit card 49 dollars` against tools that know `card` and
-//! nothing of charges, credit or dollars).
+//! directly, and the registry knows less than [`KNOWN_SHARE`] of the
+//! query's words (light ones aside). The registry knows a word as surely as
+//! the best evidence any tool has for it, in any field: a word only a
+//! WordNet synonym reaches counts 0.4 of a word, one no tool has nothing
+//! (`issue a refund to the squad on the dashboard` against tools that know
+//! `dashboard`, and `publish` and `team` only as WordNet's words for `issue`
+//! and `squad`, knows 1.8 of 4 words). A Chinese character left alone,
+//! outside the query's dictionary words ([`CHAR_WEIGHT`]), weighs half a
+//! word: it is often a measure word or part of a name the dictionary lacks.
+//! Characters left alone side by side are read as such words, a pair of
+//! characters each ([`RUN_CHAR_WEIGHT`] a character): `杭州天气` is `杭`,
+//! `州` and `天气`, a word and a half's worth, one known; `带伞杭州天气`
+//! two words' worth, one known.
 //!
 //! A search activates the best-ranked tool that fits, among the first
 //! `limit` ranked; then each next one that fits too and is about as good a
 //! match as the best: its score at least [`CLOSE_SCORE`] of the best's, or
-//! its cover at least [`CLOSE_COVER`] of the best's; but not one whose
-//! matched words are only some of the best's and whose score is under
-//! [`SUBSUMED_SCORE`] of the best's: the best already does all it does, and
-//! more. A request whose words no tool has (`play some jazz on Spotify`),
-//! or whose best match rests only on light words or on weak evidence,
-//! activates nothing.
+//! its cover at least [`CLOSE_COVER`] of the best's; but not one that the
+//! best already does all of and better: one whose matched words are only
+//! some of the best's, with a score under [`SUBSUMED_SCORE`] of the best's,
+//! nor one that matches directly no word the best does not match directly,
+//! with a score under [`SAME_DIRECT_SCORE`] of the best's. A request whose
+//! words no tool has (`play some jazz on Spotify`), or whose best match
+//! rests only on light words or on weak evidence, activates nothing.
 
 use std::collections::HashSet;
 use std::sync::OnceLock;
@@ -55,6 +65,19 @@ pub const CLOSE_COVER: f32 = 0.9;
 /// A tool after the best that matches only some of the best's words is
 /// activated only with a score at least this share of the best's.
 pub const SUBSUMED_SCORE: f32 = 0.75;
+/// A tool after the best that matches directly no word the best does not
+/// match directly is activated only with a score at least this share of
+/// the best's.
+pub const SAME_DIRECT_SCORE: f32 = 0.7;
+/// A request is mostly about what no tool has when the registry knows less
+/// than this share of its content words (see [`Fit::mostly_unknown`]).
+const KNOWN_SHARE: f32 = 0.5;
+/// What a Chinese character left alone (no dictionary word of the query
+/// holds it) weighs as a content word: half a word.
+const CHAR_WEIGHT: f32 = 0.5;
+/// What each character of a run of two or more characters left alone
+/// weighs: a pair of them is one word the dictionary lacks, half a word.
+const RUN_CHAR_WEIGHT: f32 = CHAR_WEIGHT / 2.0;
 
 /// Words that say little about what is asked: a match on them alone is no
 /// match. Compared stemmed, as the index stems them.
@@ -167,8 +190,9 @@ pub struct UnitCover {
     pub cover: f32,
     /// The evidence: the term, where it came from and the field, when covered.
     pub by: Option<String>,
-    /// Some tool (this one or another) matches the word, by any evidence.
-    pub known: bool,
+    /// How surely the registry has the word: the strongest evidence any
+    /// tool (this one or another) has for it, in any field, 0 for none.
+    pub known: f32,
 }
 
 /// Whether a tool fits the query, and what that rests on.
@@ -203,7 +227,7 @@ impl Fit {
         let unknown: Vec<String> = self
             .units
             .iter()
-            .filter(|u| !u.light && !u.known)
+            .filter(|u| !u.light && u.known < DIRECT)
             .map(|u| format!("`{}`", u.word))
             .collect();
         let mut s = if self.fits {
@@ -213,7 +237,8 @@ impl Fit {
         } else if self.mostly_unknown {
             format!(
                 "falls short: the query is mostly about what no tool has ({} matched by \
-                 none), and this tool matches at most one of its words directly",
+                 none, or only loosely), and this tool matches at most one of its words \
+                 directly",
                 unknown.join(", ")
             )
         } else {
@@ -231,6 +256,14 @@ impl Fit {
             s += &format!("; not {}", missing.join(", "));
         }
         s
+    }
+
+    /// Whether every word this match covers directly (light ones aside),
+    /// if any, `other` covers directly too.
+    fn direct_within(&self, other: &Fit) -> bool {
+        self.units.len() == other.units.len()
+            && (self.units.iter().zip(&other.units))
+                .all(|(m, t)| m.light || m.cover < DIRECT || t.cover >= DIRECT)
     }
 
     /// Whether this match's words (those it matches at all, light ones
@@ -258,6 +291,21 @@ fn strength(t: &QueryTerm) -> f32 {
         Origin::Prefix => 0.6,
         Origin::WordNet => 0.4,
         Origin::Shape | Origin::Question | Origin::Plural => 0.0,
+    }
+}
+
+/// How much a content unit weighs when the known share of a request is
+/// counted: a Chinese character alone ([`CHAR_WEIGHT`]) is what is left once
+/// the query's dictionary words are read (a measure word, a character of a
+/// name the dictionary lacks), and says less than a word. Characters left
+/// alone side by side (`run_len` of them in the unit's run, light ones
+/// aside) are read as words the dictionary lacks, two characters each
+/// ([`RUN_CHAR_WEIGHT`] a character): `杭州` weighs what `杭` alone does.
+fn unit_weight(u: &Unit, run_len: usize) -> f32 {
+    match (u.run, run_len) {
+        (0, _) => 1.0,
+        (_, 0 | 1) => CHAR_WEIGHT,
+        _ => RUN_CHAR_WEIGHT,
     }
 }
 
@@ -309,6 +357,7 @@ impl SearchIndex {
                                 f.fits
                                     && (score >= CLOSE_SCORE * s || f.cover >= CLOSE_COVER * c)
                                     && !(score < SUBSUMED_SCORE * s && f.matches_less_than(b))
+                                    && !(score < SAME_DIRECT_SCORE * s && f.direct_within(b))
                             })
                     }
                 };
@@ -339,17 +388,17 @@ impl SearchIndex {
     pub(super) fn fit_with(&self, terms: &[QueryTerm], units: &[Unit], tool: usize) -> Option<Fit> {
         let counts = self.corpus.per_tool.get(tool)?;
         let mut cover = vec![(0f32, None::<(u32, Origin, usize)>); units.len()];
-        // Whether some indexed tool matches the unit at all.
-        let mut known = vec![false; units.len()];
+        // How surely some indexed tool has the unit: its best evidence.
+        let mut known = vec![0f32; units.len()];
         for t in terms {
             if t.unit == NO_UNIT && t.unit2 == NO_UNIT {
                 continue;
             }
-            // Any evidence says a tool has the word (a hint says nothing).
-            if strength(t) > 0.0 && !self.postings[t.id as usize].is_empty() {
+            if !self.postings[t.id as usize].is_empty() {
                 for u in [t.unit, t.unit2] {
                     if u != NO_UNIT {
-                        known[u as usize - 1] = true;
+                        let k = &mut known[u as usize - 1];
+                        *k = k.max(strength(t));
                     }
                 }
             }
@@ -372,16 +421,27 @@ impl SearchIndex {
             }
         }
         let mut covered = 0.0;
-        let (mut heavy, mut heavy_covered, mut heavy_known) = (0usize, 0.0, 0usize);
+        let (mut heavy, mut heavy_covered) = (0usize, 0.0);
+        // The content words light ones aside, each by its weight, and how
+        // much of that the registry knows.
+        let (mut weight, mut weight_known) = (0f32, 0f32);
         let mut direct = 0usize;
         let mut out = Vec::with_capacity(units.len());
+        // How many characters (light ones aside) each run of characters
+        // left alone holds.
+        let mut run_len = vec![0usize; units.iter().map(|u| u.run as usize + 1).max().unwrap_or(1)];
+        for u in units.iter().filter(|u| !is_light(&u.text)) {
+            run_len[u.run as usize] += 1;
+        }
         for ((u, (c, by)), known) in units.iter().zip(cover).zip(known) {
             let light = is_light(&u.text);
             covered += c;
             if !light {
                 heavy += 1;
                 heavy_covered += c;
-                heavy_known += usize::from(known);
+                let w = unit_weight(u, run_len[u.run as usize]);
+                weight += w;
+                weight_known += w * known;
                 direct += usize::from(c >= DIRECT);
             }
             out.push(UnitCover {
@@ -400,7 +460,7 @@ impl SearchIndex {
             });
         }
         let share = |c: f32, n: usize| if n == 0 { 0.0 } else { c / n as f32 };
-        let mostly_unknown = direct <= 1 && 2 * heavy_known < heavy;
+        let mostly_unknown = direct <= 1 && weight_known < KNOWN_SHARE * weight;
         Some(Fit {
             fits: !mostly_unknown && (direct > 0 || share(heavy_covered, heavy) >= MIN_COVER),
             cover: share(covered, units.len()),
@@ -528,6 +588,119 @@ mod tests {
     }
 
     #[test]
+    fn words_known_only_loosely_count_as_little_as_their_evidence() {
+        let reg = registry(&[
+            ("publish_package", "Publish a package to the registry"),
+            ("list_team_members", "List the members of a team"),
+            ("list_dashboards", "List the dashboards"),
+        ]);
+        let idx = SearchIndex::new(&reg);
+        // `issue` and `squad` reach the tools only through WordNet
+        // (`publish`, `team`), `refund` not at all: of four words the
+        // registry knows one for sure.
+        let q = "issue a refund to the squad on the dashboard";
+        assert!(!idx.rank(q, |_| true).is_empty());
+        assert_eq!(activated(&reg, &idx, q), Vec::<String>::new());
+        let fit = idx.fit(q, 2).unwrap();
+        assert!(fit.mostly_unknown && !fit.fits, "{fit:?}");
+        let squad = fit.units.iter().find(|u| u.word == "squad").unwrap();
+        assert!(squad.known > 0.0 && squad.known < 0.5, "{squad:?}");
+        assert!(fit.reason().contains("`squad`"), "{}", fit.reason());
+        // Said with the tools' own words, a request fits.
+        let got = activated(&reg, &idx, "list the dashboards of the team");
+        assert!(got.contains(&"list_dashboards".to_string()), "{got:?}");
+    }
+
+    #[test]
+    fn a_chinese_character_left_alone_weighs_half_a_word() {
+        let reg = registry(&[
+            ("get_weather", "查询城市的天气预报"),
+            ("read_file", "读取文件内容"),
+        ]);
+        let idx = SearchIndex::new(&reg);
+        // `杭州` is a name the dictionary lacks: two characters no tool has,
+        // which together weigh as much as `天气`, which the tool has.
+        let q = "杭州天气";
+        let fit = idx.fit(q, 0).unwrap();
+        let chars: Vec<&str> = fit
+            .units
+            .iter()
+            .filter(|u| u.known == 0.0)
+            .map(|u| u.word.as_str())
+            .collect();
+        assert_eq!(chars, ["杭", "州"], "{fit:?}");
+        assert!(!fit.mostly_unknown, "{fit:?}");
+        assert_eq!(activated(&reg, &idx, q), ["get_weather"]);
+        // A request whose one word the tools have is among more words no
+        // tool has still activates nothing.
+        assert_eq!(
+            activated(&reg, &idx, "帮我预订杭州西湖边的酒店和机票"),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn characters_left_alone_side_by_side_are_read_as_one_word() {
+        let reg = registry(&[
+            ("get_weather", "查询城市的天气预报"),
+            ("read_file", "读取文件内容"),
+        ]);
+        let idx = SearchIndex::new(&reg);
+        // `带伞` (bring an umbrella) and `杭州` are not in the dictionary:
+        // each is two characters left alone, side by side, which read as
+        // one word the dictionary lacks, half a word each; `天气` the tool
+        // has. Counted a character at a time, the request would be two
+        // thirds about what no tool has.
+        let q = "明天要带伞吗，杭州天气";
+        let fit = idx.fit(q, 0).unwrap();
+        let alone: Vec<&str> = fit
+            .units
+            .iter()
+            .filter(|u| u.known == 0.0)
+            .map(|u| u.word.as_str())
+            .collect();
+        assert_eq!(alone, ["带", "伞", "杭", "州"], "{fit:?}");
+        assert!(!fit.mostly_unknown, "{fit:?}");
+        assert_eq!(activated(&reg, &idx, q), ["get_weather"]);
+        // A longer run is more words, a pair of characters each: six
+        // characters no tool has weigh more than the one word it has.
+        let q = "杭州带伞穿靴天气";
+        let fit = idx.fit(q, 0).unwrap();
+        assert!(fit.mostly_unknown, "{fit:?}");
+        assert_eq!(activated(&reg, &idx, q), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_weaker_match_on_no_word_the_best_lacks_is_not_loaded() {
+        let reg = registry(&[
+            ("open_issue", "Open an issue"),
+            (
+                "tracker_overview",
+                "Shows an overview of the tracker, where one can open an issue, read the \
+                 long guide about the workflow, its states and labels, and much more",
+            ),
+            ("create_pull_request", "Create a pull request"),
+        ]);
+        let idx = SearchIndex::new(&reg);
+        // The overview covers `open` and `issue` as fully as the best match
+        // does (so it is about as good a match by cover), but scores well
+        // under it, and says nothing the best does not.
+        let q = "open an issue";
+        let ranked = idx.rank_fitting(q, |_| true, 4, |_| false);
+        assert_eq!(ranked[1].tool, 1, "{ranked:?}");
+        let (best, second) = (idx.explain(q, 0).unwrap(), idx.explain(q, 1).unwrap());
+        assert!(
+            second.fit.fits && second.fit.cover >= best.fit.cover,
+            "{second:?}"
+        );
+        assert!(second.score < super::CLOSE_SCORE * best.score);
+        assert_eq!(activated(&reg, &idx, q), ["open_issue"]);
+        // A tool that says directly what the best does not is still loaded.
+        let got = activated(&reg, &idx, "open an issue or create a pull request");
+        assert!(got.contains(&"create_pull_request".to_string()), "{got:?}");
+    }
+
+    #[test]
     fn a_match_on_only_some_of_the_best_matchs_words_is_not_loaded() {
         let reg = registry(&[
             ("install_helm_chart", "Install a Helm chart"),
@@ -590,6 +763,25 @@ mod tests {
         let fit = idx.fit("what's the time in London", 0).unwrap();
         assert!(
             fit.units.iter().any(|u| u.word == "tim" && !u.light),
+            "{fit:?}"
+        );
+    }
+
+    #[test]
+    fn to_star_something_is_to_make_it_a_favourite() {
+        let reg = registry(&[
+            ("favorite_dashboard", "Mark a dashboard as a favourite"),
+            ("list_dashboards", "List the dashboards"),
+            ("delete_dashboard", "Delete a dashboard"),
+        ]);
+        let idx = SearchIndex::new(&reg);
+        // `revenue` is a dashboard's name, which no tool has: `star` is what
+        // is asked, and tools say it as `favourite` (or `bookmark`).
+        let q = "star the revenue dashboard";
+        assert_eq!(activated(&reg, &idx, q), ["favorite_dashboard"]);
+        let fit = idx.fit(q, 0).unwrap();
+        assert!(
+            fit.units.iter().any(|u| u.word == "star" && u.cover > 0.7),
             "{fit:?}"
         );
     }

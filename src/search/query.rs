@@ -72,6 +72,10 @@ pub(super) const NO_UNIT: u32 = 0;
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Unit {
     pub(super) text: String,
+    /// The run of adjacent Chinese characters left alone (outside the
+    /// query's dictionary words) this unit is one of, numbered from 1; 0
+    /// for none.
+    pub(super) run: u32,
 }
 
 /// Where a query term came from, for [`SearchIndex::explain`].
@@ -144,13 +148,14 @@ impl SearchIndex {
         let units: RefCell<Vec<Unit>> = RefCell::new(Vec::new());
         // The unit(s) the terms pushed now stand for; 0 is none.
         let unit = Cell::new((NO_UNIT, NO_UNIT));
-        let new_unit = |text: &str| -> u32 {
+        let new_unit = |text: &str, run: u32| -> u32 {
             let mut units = units.borrow_mut();
             if units.len() >= MAX_QUERY_TERMS {
                 return NO_UNIT;
             }
             units.push(Unit {
                 text: text.to_string(),
+                run,
             });
             units.len() as u32
         };
@@ -191,6 +196,7 @@ impl SearchIndex {
         let cjk = cjk_vocab();
         let mut previous: Option<String> = None;
         let mut previous_unit = NO_UNIT;
+        let mut runs = 0u32;
         // After `without`, the next content word is what the user does not want.
         let mut negated = false;
         scan(query, &mut |piece| match piece {
@@ -210,7 +216,7 @@ impl SearchIndex {
                     let un = stem(&format!("un{raw}"));
                     if self.term(&un).is_some() {
                         concept += 1;
-                        unit.set((new_unit(&un), NO_UNIT));
+                        unit.set((new_unit(&un, 0), NO_UNIT));
                         push(&un, W_WORD, concept, Origin::Word);
                         previous = None;
                         return;
@@ -247,7 +253,7 @@ impl SearchIndex {
                         push(&s, W_NUMBER, concept, Origin::Word);
                         continue;
                     }
-                    unit.set((new_unit(&s), NO_UNIT));
+                    unit.set((new_unit(&s, 0), NO_UNIT));
                     push(&s, W_WORD, concept, Origin::Word);
                     for t in self.name_prefixed(&s) {
                         push(t, W_PREFIX, concept, Origin::Prefix);
@@ -308,6 +314,8 @@ impl SearchIndex {
                 // function characters are none.
                 let mut char_unit = vec![NO_UNIT; run.len()];
                 let mut i = 0;
+                // Whether the character before was left alone.
+                let mut alone = false;
                 while i < run.len() {
                     let mut len = 1;
                     for l in (2..=lexicon::CEDICT_MAX_CHARS.min(run.len() - i)).rev() {
@@ -320,8 +328,15 @@ impl SearchIndex {
                     }
                     if len > 1 || !is_cjk_stopchar(run[i]) {
                         let word: String = run[i..i + len].iter().collect();
-                        let u = new_unit(&word);
+                        let lone = len == 1;
+                        if lone && !alone {
+                            runs += 1;
+                        }
+                        let u = new_unit(&word, if lone { runs } else { 0 });
                         char_unit[i..i + len].fill(u);
+                        alone = lone;
+                    } else {
+                        alone = false;
                     }
                     i += len;
                 }

@@ -44,6 +44,7 @@ const GROUPS: &[&[&str]] = &[
     &["download", "fetch"],
     &["save", "store", "persist", "write"],
     &["start", "begin"],
+    &["favorite", "favourite", "star", "bookmark"],
     &["stop", "end", "halt", "finish"],
     &["type", "enter", "input"],
     &["press", "hit", "tap"],

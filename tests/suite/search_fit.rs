@@ -23,17 +23,31 @@
 //!
 //! | set | right tool activated | per query |
 //! | --- | ---: | ---: |
-//! | tuned (fixtures) | 0.980 | 2.10 |
-//! | held-out dev (fixtures) | 0.959 | 2.76 |
-//! | held-out untouched (fixtures) | 0.854 | 2.75 |
-//! | registries dev (project) | 0.795 | 2.64 |
-//! | registries untouched (project) | 0.671 | 2.71 |
+//! | tuned (fixtures) | 0.980 | 1.94 |
+//! | held-out dev (fixtures) | 0.948 | 2.56 |
+//! | held-out untouched (fixtures) | 0.844 | 2.52 |
+//! | registries dev (project) | 0.795 | 2.53 |
+//! | registries untouched (project) | 0.671 | 2.63 |
 //!
-//! and 18 / 24, 7 / 24 (fixtures) and 17 / 24, 8 / 24 (project) of the
-//! no-answer requests activate nothing. (The first round of this rule:
-//! 0.985 / 2.40, 0.948 / 2.86, 0.854 / 2.90, 0.783 / 2.87, 0.659 / 2.85,
-//! and 15, 9, 16 and 7 of 24.) The floors below sit a little under these
-//! figures, so a change that loses them fails.
+//! and 22 / 24, 19 / 24 (fixtures) and 22 / 24, 14 / 24 (project) of the
+//! no-answer requests activate nothing: 77 of 96. (The second round, with
+//! every word some tool matched by any evidence counted as known and a
+//! Chinese character as a whole word, and no cut of a weaker match on the
+//! best's direct words: 0.980 / 2.10, 0.959 / 2.76, 0.854 / 2.75, 0.795 /
+//! 2.64, 0.671 / 2.71, and 18, 7, 17 and 8 of 24. The first round: 0.985 /
+//! 2.40, 0.948 / 2.86, 0.854 / 2.90, 0.783 / 2.87, 0.659 / 2.85, and 15, 9,
+//! 16 and 7 of 24.) The third round trades one answerable query on each of
+//! three sets (on the development halves: the right tool ranked among four
+//! that match alike, and a request half of whose words the registry knows
+//! only loosely) for 27 more no-answer requests that activate nothing and
+//! 0.1 to 0.25 fewer tools per query. The fourth round reads `star` as
+//! `favourite` (registries dev 0.783 / 2.51 before: `star the revenue
+//! dashboard` loaded nothing, and now loads the favourite tool and its
+//! opposite), and Chinese characters left alone side by side as words the
+//! dictionary lacks, a pair each (held-out dev 0.938 / 2.53 before:
+//! `明天要带伞吗，查下杭州的天气` loaded nothing, and now loads both weather
+//! tools; registries untouched 2.60 tools per query before). The floors below sit a little under these figures, so a change
+//! that loses them fails.
 
 use toolpolicy::runtime::Engine;
 use toolpolicy::runtime::search_eval::{EvalFile, EvalReport, Floors, evaluate};
@@ -140,15 +154,15 @@ fn activation_figures_per_set() {
     // (set, no-answer requests that activate nothing at least).
     for (label, r) in &reports {
         let (recall, per_query, abstained) = match *label {
-            "tuned" => (0.975, 2.2, 0),
-            "held-out dev" => (0.95, 2.85, 0),
-            "held-out untouched" => (0.84, 2.85, 0),
-            "registries dev" => (0.78, 2.75, 0),
-            "registries untouched" => (0.66, 2.8, 0),
-            "no-answer dev (fixtures)" => (0.0, 0.0, 17),
-            "no-answer untouched (fixtures)" => (0.0, 0.0, 6),
-            "no-answer dev (project)" => (0.0, 0.0, 16),
-            "no-answer untouched (project)" => (0.0, 0.0, 7),
+            "tuned" => (0.975, 2.0, 0),
+            "held-out dev" => (0.945, 2.6, 0),
+            "held-out untouched" => (0.835, 2.6, 0),
+            "registries dev" => (0.79, 2.6, 0),
+            "registries untouched" => (0.66, 2.65, 0),
+            "no-answer dev (fixtures)" => (0.0, 0.0, 21),
+            "no-answer untouched (fixtures)" => (0.0, 0.0, 18),
+            "no-answer dev (project)" => (0.0, 0.0, 21),
+            "no-answer untouched (project)" => (0.0, 0.0, 13),
             other => panic!("no floor for {other}"),
         };
         if r.answerable > 0 {
