@@ -470,7 +470,14 @@ pub fn policy_to_end(args: &[&str]) -> (Option<i32>, String, String) {
     command_to_end(cmd)
 }
 
-fn command_to_end(mut cmd: Command) -> (Option<i32>, String, String) {
+/// A command run to its end with no input; returns exit code, stdout and
+/// stderr, within the deadline (past it, the command is killed and the test
+/// fails naming it).
+pub fn command_to_end(mut cmd: Command) -> (Option<i32>, String, String) {
+    let program = std::path::Path::new(cmd.get_program())
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let args: Vec<String> = cmd
         .get_args()
         .map(|a| a.to_string_lossy().into_owned())
@@ -495,7 +502,7 @@ fn command_to_end(mut cmd: Command) -> (Option<i32>, String, String) {
     }
     let _ = child.kill();
     let _ = child.wait();
-    panic!("`policy {}` did not end in time", args.join(" "));
+    panic!("`{program} {}` did not end in time", args.join(" "));
 }
 
 /// The fixture serving streamable HTTP (`FIXTURE_HTTP=1`), or HTTPS when

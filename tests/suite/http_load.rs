@@ -5,7 +5,7 @@
 //! loopback driven.
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -30,28 +30,34 @@ fn driver_bin() -> PathBuf {
 /// The driver run to its end with these arguments, within the deadline:
 /// exit code, standard output, standard error.
 fn drive(args: &[&str]) -> (Option<i32>, String, String) {
-    let mut child = Command::new(driver_bin())
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let until = Instant::now() + DEADLINE;
-    while Instant::now() < until {
-        if let Ok(Some(_)) = child.try_wait() {
-            let out = child.wait_with_output().unwrap();
-            return (
-                out.status.code(),
-                String::from_utf8_lossy(&out.stdout).into_owned(),
-                String::from_utf8_lossy(&out.stderr).into_owned(),
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    panic!("`http_load {}` did not end in time", args.join(" "));
+    let mut cmd = Command::new(driver_bin());
+    cmd.args(args);
+    command_to_end(cmd)
+}
+
+/// `CLIENTS` clients making `CALLS` calls each of `tool` at `url`, with a
+/// JSON report and these further arguments.
+fn calls(url: &str, tool: &str, clients: u32, calls: u32, more: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "--url",
+        url,
+        "--tool",
+        tool,
+        "--clients",
+        &clients.to_string(),
+        "--calls",
+        &calls.to_string(),
+        "--json",
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .collect();
+    args.extend(more.iter().map(|a| a.to_string()));
+    args
+}
+
+fn strs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
 }
 
 /// The driver's JSON report of a run that succeeded.
@@ -74,33 +80,13 @@ fn assert_all_answered(report: &Value, calls: u64) {
 #[test]
 fn every_call_is_answered_directly_and_through_the_gateway() {
     let fixture = HttpFixture::start("echo", &[]);
-    let direct = report(&[
-        "--url",
-        &fixture.url,
-        "--tool",
-        "echo",
-        "--clients",
-        "3",
-        "--calls",
-        "5",
-        "--json",
-    ]);
+    let direct = report(&strs(&calls(&fixture.url, "echo", 3, 5, &[])));
     assert_all_answered(&direct, 15);
     assert_eq!(direct["rate"], Value::Null);
 
     let listening = Listening::start("NoDefer(*)\n", "echo", &[], &[]);
     let url = format!("http://{}/mcp", listening.addr);
-    let through = report(&[
-        "--url",
-        &url,
-        "--tool",
-        "fx__echo",
-        "--clients",
-        "3",
-        "--calls",
-        "5",
-        "--json",
-    ]);
+    let through = report(&strs(&calls(&url, "fx__echo", 3, 5, &[])));
     assert_all_answered(&through, 15);
 }
 
@@ -108,19 +94,7 @@ fn every_call_is_answered_directly_and_through_the_gateway() {
 fn paced_calls_are_spread_over_time_at_the_rate_asked() {
     let fixture = HttpFixture::start("echo", &[]);
     // 15 calls at 50 a second: the last is sent 0.28 s after the first.
-    let paced = report(&[
-        "--url",
-        &fixture.url,
-        "--tool",
-        "echo",
-        "--clients",
-        "3",
-        "--calls",
-        "5",
-        "--rate",
-        "50",
-        "--json",
-    ]);
+    let paced = report(&strs(&calls(&fixture.url, "echo", 3, 5, &["--rate", "50"])));
     assert_all_answered(&paced, 15);
     assert_eq!(paced["rate"], 50.0);
     assert!(paced["wall_s"].as_f64().unwrap() >= 0.28, "{paced}");
@@ -130,19 +104,13 @@ fn paced_calls_are_spread_over_time_at_the_rate_asked() {
 #[test]
 fn failed_calls_are_counted_and_the_run_exits_1() {
     let fixture = HttpFixture::start("echo", &[]);
-    let (code, out, _) = drive(&[
-        "--url",
+    let (code, out, _) = drive(&strs(&calls(
         &fixture.url,
-        "--tool",
         "absent",
-        "--clients",
-        "2",
-        "--calls",
-        "3",
-        "--warmup",
-        "0",
-        "--json",
-    ]);
+        2,
+        3,
+        &["--warmup", "0"],
+    )));
     assert_eq!(code, Some(1), "{out}");
     let report: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(report["answered"], 0, "{report}");
@@ -157,21 +125,13 @@ fn failed_calls_are_counted_and_the_run_exits_1() {
 fn a_call_past_the_request_timeout_fails_and_the_run_is_bounded() {
     let fixture = HttpFixture::start("slow", &[("FIXTURE_SLOW_MS", "5000")]);
     let started = Instant::now();
-    let (code, out, _) = drive(&[
-        "--url",
+    let (code, out, _) = drive(&strs(&calls(
         &fixture.url,
-        "--tool",
         "slow",
-        "--clients",
-        "2",
-        "--calls",
-        "1",
-        "--warmup",
-        "0",
-        "--request-timeout",
-        "0.2",
-        "--json",
-    ]);
+        2,
+        1,
+        &["--warmup", "0", "--request-timeout", "0.2"],
+    )));
     assert_eq!(code, Some(1), "{out}");
     let report: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(report["failed"], 2, "{report}");
@@ -184,21 +144,13 @@ fn a_call_past_the_request_timeout_fails_and_the_run_is_bounded() {
     );
 
     // The whole run is cut off at `--timeout`, whatever each request's bound.
-    let (code, out, _) = drive(&[
-        "--url",
+    let (code, out, _) = drive(&strs(&calls(
         &fixture.url,
-        "--tool",
         "slow",
-        "--clients",
-        "2",
-        "--calls",
-        "3",
-        "--warmup",
-        "0",
-        "--timeout",
-        "0.5",
-        "--json",
-    ]);
+        2,
+        3,
+        &["--warmup", "0", "--timeout", "0.5"],
+    )));
     assert_eq!(code, Some(1), "{out}");
     let report: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(report["cut_off"], true, "{report}");
