@@ -9,6 +9,7 @@ import {
   ModelRegistry,
   SessionManager,
   SettingsManager,
+  defineTool,
 } from '@mariozechner/pi-coding-agent';
 
 /** Rejects after `ms`: no wait in this test can hang. */
@@ -59,4 +60,37 @@ export async function openSession(cwd, faux, options) {
     }),
     'creating the session',
   );
+}
+
+/** A custom tool that answers with its name. */
+export function tool(name, description) {
+  return defineTool({
+    name,
+    label: name,
+    description,
+    parameters: { type: 'object', properties: { text: { type: 'string' } } },
+    execute: async () => ({ content: [{ type: 'text', text: `ran ${name}` }], details: {} }),
+  });
+}
+
+/** Resolves once `check()` holds, polling; gives up after 20 s. */
+export async function until(check) {
+  const deadline = Date.now() + 20_000;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('gave up waiting');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/**
+ * A UI that records pi's notices as `level: text`; every other call of
+ * pi's UI does nothing.
+ */
+export function recordingUi() {
+  const notices = [];
+  const uiContext = new Proxy(
+    { notify: (text, level) => notices.push(`${level}: ${text}`) },
+    { get: (target, key) => target[key] ?? (() => undefined) },
+  );
+  return { notices, uiContext };
 }

@@ -8,10 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { fauxAssistantMessage, fauxToolCall, registerFauxProvider } from '@mariozechner/pi-ai';
-import { defineTool } from '@mariozechner/pi-coding-agent';
 
 import { auditOptions, createExtension } from '../index.js';
-import { openSession, within } from '../test-support/pi-session.mjs';
+import { openSession, tool, until, within } from '../test-support/pi-session.mjs';
 
 const POLICY = `
 search tool_search
@@ -19,24 +18,6 @@ NoDefer(read, bash)
 Hide(secret_*)
 Defer(*)
 `;
-
-function tool(name, description) {
-  return defineTool({
-    name,
-    label: name,
-    description,
-    parameters: { type: 'object', properties: {} },
-    execute: async () => ({ content: [{ type: 'text', text: `ran ${name}` }], details: {} }),
-  });
-}
-
-async function until(check) {
-  const deadline = Date.now() + 20_000;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('gave up waiting');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 function events(path) {
   return readFileSync(path, 'utf8')

@@ -12,7 +12,7 @@ import { fauxAssistantMessage, fauxText, fauxToolCall, registerFauxProvider } fr
 import { defineTool, SessionManager } from '@mariozechner/pi-coding-agent';
 
 import { createExtension, STATE_ENTRY } from '../index.js';
-import { openSession, within } from '../test-support/pi-session.mjs';
+import { openSession, recordingUi, tool, until, within } from '../test-support/pi-session.mjs';
 
 const POLICY = `
 search tool_search
@@ -23,26 +23,6 @@ NoDefer(read, bash)
 Hide(secret_*)
 Defer(*)
 `;
-
-/** A custom tool that answers with its name. */
-function tool(name, description) {
-  return defineTool({
-    name,
-    label: name,
-    description,
-    parameters: { type: 'object', properties: { text: { type: 'string' } } },
-    execute: async () => ({ content: [{ type: 'text', text: `ran ${name}` }], details: {} }),
-  });
-}
-
-/** Resolves once `check()` holds, polling; gives up after 20 s. */
-async function until(check) {
-  const deadline = Date.now() + 20_000;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('gave up waiting');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 
 test('a pi session declares, searches, refuses and rebuilds as the policy says', { timeout: 60_000 }, async () => {
@@ -206,19 +186,6 @@ test('a policy that does not load declares no tool (fail closed) and says why', 
     faux.unregister();
   }
 });
-
-/**
- * A UI that records pi's notices as `level: text`; every other call of
- * pi's UI does nothing.
- */
-function recordingUi() {
-  const notices = [];
-  const uiContext = new Proxy(
-    { notify: (text, level) => notices.push(`${level}: ${text}`) },
-    { get: (target, key) => target[key] ?? (() => undefined) },
-  );
-  return { notices, uiContext };
-}
 
 /** Runs `f` with `PI_TOOLS_POLICY` set to `value` (or unset for `undefined`), then restores it. */
 async function withPolicyEnv(value, f) {

@@ -10,30 +10,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { fauxAssistantMessage, fauxText, fauxToolCall, registerFauxProvider } from '@mariozechner/pi-ai';
-import { defineTool } from '@mariozechner/pi-coding-agent';
 
 import { createExtension } from '../index.js';
-import { openSession, within } from '../test-support/pi-session.mjs';
+import { openSession, recordingUi, tool, within } from '../test-support/pi-session.mjs';
 
 const require = createRequire(import.meta.url);
 const { lockText } = require('@toolpolicy/node');
-
-/** A custom tool that answers with its name. */
-function tool(name, description) {
-  return defineTool({
-    name,
-    label: name,
-    description,
-    parameters: { type: 'object', properties: { text: { type: 'string' } } },
-    execute: async () => ({ content: [{ type: 'text', text: `ran ${name}` }], details: {} }),
-  });
-}
-
-/** The UI a test reads notices from. */
-function recordingUi() {
-  const notices = [];
-  return { notices, uiContext: { notify: (message, type) => notices.push(`${type}: ${message}`) } };
-}
 
 test('a locked policy hides a tool whose definition changed since the lock, and blocks its call', { timeout: 120_000 }, async () => {
   const cwd = mkdtempSync(join(tmpdir(), 'toolpolicy-pi-lock-'));
