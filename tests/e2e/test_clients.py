@@ -611,18 +611,22 @@ class Codex(ClientCase):
         ]
         return run_client(argv, env, self.project)
 
+    def codex_serves_the_chat(self, model: ModelServer, url: str | None = None) -> None:
+        """`codex exec` runs the chat to its end, served as the gateway listed
+        (on standard input, or at `url`)."""
+        run = self.run_codex(model, url=url)
+        self.assert_finished(run, model)
+        self.assert_served_as_listed(
+            model,
+            self.agent_turns(model),
+            self.namespace_tools,
+            lambda history: codex_results(history, self.namespace),
+            "input",
+        )
+
     def test_codex_exec_through_the_readme_snippet(self) -> None:
         with ModelServer(self.script) as model:
-            run = self.run_codex(model)
-            self.assert_finished(run, model)
-
-            self.assert_served_as_listed(
-                model,
-                self.agent_turns(model),
-                self.namespace_tools,
-                lambda history: codex_results(history, self.namespace),
-                "input",
-            )
+            self.codex_serves_the_chat(model)
         self.assert_no_gateway_left()
 
     def test_codex_over_http_with_a_bearer_token(self) -> None:
@@ -630,15 +634,7 @@ class Codex(ClientCase):
         `bearer_token_env_var`), against `policy gateway --listen
         --clients`: served as on standard input."""
         with self.listening() as url, ModelServer(self.script) as model:
-            run = self.run_codex(model, url=url)
-            self.assert_finished(run, model)
-            self.assert_served_as_listed(
-                model,
-                self.agent_turns(model),
-                self.namespace_tools,
-                lambda history: codex_results(history, self.namespace),
-                "input",
-            )
+            self.codex_serves_the_chat(model, url)
         self.assert_no_gateway_left()
 
     def test_codex_does_not_reread_the_list(self) -> None:
