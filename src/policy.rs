@@ -725,10 +725,11 @@ fn check_hint(sel: &Selector) -> Option<Diagnostic> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn errors(src: &str) -> Vec<(Code, String)> {
+    /// The codes and messages of a policy text's errors; none when it loads.
+    pub(crate) fn errors(src: &str) -> Vec<(Code, String)> {
         match Policy::parse("t.policy", src) {
             Ok(_) => Vec::new(),
             Err(e) => e

@@ -343,16 +343,7 @@ fn policy_dir(name: &str) -> std::path::PathBuf {
 
 #[test]
 fn the_lock_setting_is_checked() {
-    let errors = |src: &str| -> Vec<(Code, String)> {
-        match Policy::parse("t.policy", src) {
-            Ok(_) => Vec::new(),
-            Err(e) => e
-                .diagnostics
-                .into_iter()
-                .map(|d| (d.code, d.message.into_owned()))
-                .collect(),
-        }
-    };
+    use crate::policy::tests::errors;
     let p = Policy::parse("t.policy", "LOCK = \"tools.lock\"\nunlocked = \"defer\"\n").unwrap();
     assert_eq!(p.lock.as_ref().map(|l| l.path.as_str()), Some("tools.lock"));
     assert!(p.lock.as_ref().unwrap().file.is_none());
@@ -493,6 +484,16 @@ fn attach_reads_the_lock_beside_the_policy_or_says_why_not() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// Whether no tool of the engine's registry is marked unlocked.
+fn nothing_unlocked(engine: &Engine) -> bool {
+    engine
+        .snapshot()
+        .registry()
+        .tools()
+        .iter()
+        .all(|t| !t.unlocked)
+}
+
 fn locked_policy(src: &str, lock: Lock) -> Policy {
     let mut p = Policy::parse("p.policy", src).unwrap();
     p.lock.as_mut().expect("names a lock").file = Some(Arc::new(lock));
@@ -546,26 +547,12 @@ fn the_engine_marks_tools_whenever_policy_or_registry_is_set() {
     assert!(!plan.declared().any(|t| t.name == "read"));
     // A policy without a lock: nothing is unlocked any more.
     engine.set_policy(Policy::parse("p.policy", "mode plain {\n}\n").unwrap());
-    assert!(
-        engine
-            .snapshot()
-            .registry()
-            .tools()
-            .iter()
-            .all(|t| !t.unlocked)
-    );
+    assert!(nothing_unlocked(&engine));
     assert_eq!(decide("read", "plain").cause, CauseKind::Default);
     // A lock written from the registry as it is now: nothing unlocked.
     let now = Lock::from_registry(engine.snapshot().registry());
     engine.set_policy(locked_policy(src, now));
-    assert!(
-        engine
-            .snapshot()
-            .registry()
-            .tools()
-            .iter()
-            .all(|t| !t.unlocked)
-    );
+    assert!(nothing_unlocked(&engine));
     // The old lock again.
     engine.set_policy(locked_policy(src, lock));
     let unlocked: Vec<String> = engine
