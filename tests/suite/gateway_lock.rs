@@ -87,6 +87,11 @@ fn through(g: &mut Gateway, name: &str) -> Value {
     )
 }
 
+/// A search that loads these tools by name.
+fn load(g: &mut Gateway, names: &[&str]) -> Value {
+    g.call("tool_search", json!({"query": "", "names": names}))
+}
+
 fn assert_not_found(r: &Value, name: &str) {
     assert!(is_error(r), "`{name}` was reached: {r}");
     assert!(text(r).contains("not found"), "{name}: {r}");
@@ -146,7 +151,7 @@ fn a_locked_gateway_hides_each_tool_that_changes_on_every_path() {
         text(&r).contains("not found"),
         "echo is deferred, not yet loaded: {r}"
     );
-    let r = g.call("tool_search", json!({"query": "", "names": ["fx__echo"]}));
+    let r = load(&mut g, &["fx__echo"]);
     assert!(text(&r).contains("fx__echo"), "{r}");
     assert!(!is_error(&through(&mut g, "fx__echo")));
 }
@@ -156,17 +161,14 @@ fn a_locked_gateway_hides_each_tool_that_changes_on_every_path() {
 #[test]
 fn a_loaded_tool_that_changes_cannot_be_called_any_more() {
     let mut g = locked("lock-loaded", "NoDefer(fx__rugpull)\nDefer(*)\n", &[]);
-    let r = g.call(
-        "tool_search",
-        json!({"query": "", "names": ["fx__note", "fx__echo"]}),
-    );
+    let r = load(&mut g, &["fx__note", "fx__echo"]);
     assert!(text(&r).contains("fx__note"), "{r}");
     assert!(!is_error(&through(&mut g, "fx__note")));
     pull(&mut g);
     assert_not_found(&through(&mut g, "fx__note"), "fx__note");
     assert_not_found(&g.call("fx__note", json!({"text": "x"})), "fx__note");
     // A search cannot bring it back.
-    let r = g.call("tool_search", json!({"query": "", "names": ["fx__note"]}));
+    let r = load(&mut g, &["fx__note"]);
     assert!(!text(&r).contains("IMPORTANT"), "{r}");
     assert_not_found(&through(&mut g, "fx__note"), "fx__note");
     // The loaded tool that did not change is still loaded.
@@ -184,7 +186,7 @@ fn with_unlocked_defer_a_changed_tool_is_read_again_before_use() {
         &[],
     );
     assert!(g.list().iter().any(|n| n == "fx__note"));
-    let r = g.call("tool_search", json!({"query": "", "names": ["fx__write"]}));
+    let r = load(&mut g, &["fx__write"]);
     assert!(text(&r).contains("fx__write"), "{r}");
     assert!(!is_error(&through(&mut g, "fx__write")));
     pull(&mut g);
@@ -204,10 +206,7 @@ fn with_unlocked_defer_a_changed_tool_is_read_again_before_use() {
     }
     // Found again by a search, with the definition as it is now: the
     // schema with its new parameter (a description shows its summary).
-    let r = g.call(
-        "tool_search",
-        json!({"query": "", "names": ["fx__note", "fx__write"]}),
-    );
+    let r = load(&mut g, &["fx__note", "fx__write"]);
     let shown = text(&r);
     assert!(
         shown.contains(
@@ -228,10 +227,7 @@ fn with_list_changed_exposure_a_changed_loaded_tool_leaves_the_list() {
         "unlocked = \"defer\"\nNoDefer(fx__rugpull)\nDefer(*)\n",
         &["--exposure", "list-changed"],
     );
-    let r = g.call(
-        "tool_search",
-        json!({"query": "", "names": ["fx__note", "fx__echo"]}),
-    );
+    let r = load(&mut g, &["fx__note", "fx__echo"]);
     assert!(text(&r).contains("fx__note"), "{r}");
     let listed = g.list();
     assert!(listed.iter().any(|n| n == "fx__note"), "{listed:?}");
@@ -239,7 +235,7 @@ fn with_list_changed_exposure_a_changed_loaded_tool_leaves_the_list() {
     let listed = g.list();
     assert!(!listed.iter().any(|n| n == "fx__note"), "{listed:?}");
     assert!(listed.iter().any(|n| n == "fx__echo"), "{listed:?}");
-    g.call("tool_search", json!({"query": "", "names": ["fx__note"]}));
+    load(&mut g, &["fx__note"]);
     let listed = g.list();
     assert!(listed.iter().any(|n| n == "fx__note"), "{listed:?}");
 }
