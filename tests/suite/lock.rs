@@ -19,6 +19,12 @@ fn err(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// The command ended with `code` and said `says` on standard error.
+fn assert_exit(o: &Output, code: i32, says: &str) {
+    assert_eq!(o.status.code(), Some(code), "{}{}", out(o), err(o));
+    assert!(err(o).contains(says), "{}", err(o));
+}
+
 fn s(p: &Path) -> &str {
     p.to_str().expect("UTF-8 path")
 }
@@ -169,11 +175,10 @@ fn usage_and_io_errors_exit_2() {
     let bare = dir.join("bare.policy");
     std::fs::write(&bare, "Defer(*)\n").unwrap();
     let o = policy(&["lock", "--policy", s(&bare), "--registry", GATEWAY]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        err(&o).contains("names no lock: add `lock = \"tools.lock\"` to it (the lock is written beside the policy), or give `--out FILE`"),
-        "{}",
-        err(&o)
+    assert_exit(
+        &o,
+        2,
+        "names no lock: add `lock = \"tools.lock\"` to it (the lock is written beside the policy), or give `--out FILE`",
     );
     assert!(!dir.join("tools.lock").exists());
     // `--out` needs no `lock` in the policy.
@@ -185,8 +190,7 @@ fn usage_and_io_errors_exit_2() {
         GATEWAY,
         &["--out", s(&dir.join("none.lock")), "--check"],
     );
-    assert_eq!(o.status.code(), Some(2));
-    assert!(err(&o).contains("none.lock"), "{}", err(&o));
+    assert_exit(&o, 2, "none.lock");
     // Checking against a file that is not a lock: where it is wrong.
     std::fs::write(
         dir.join("bad.lock"),
@@ -198,16 +202,14 @@ fn usage_and_io_errors_exit_2() {
         GATEWAY,
         &["--out", s(&dir.join("bad.lock")), "--check"],
     );
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        err(&o).contains("is not a lock: line 2, column 1: `name` must be a non-empty string"),
-        "{}",
-        err(&o)
+    assert_exit(
+        &o,
+        2,
+        "is not a lock: line 2, column 1: `name` must be a non-empty string",
     );
     // Writing over a broken lock (a merge conflict) writes it anew.
     let o = lock_cmd(s(&bare), GATEWAY, &["--out", s(&dir.join("bad.lock"))]);
-    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
-    assert!(err(&o).contains("writing it anew"), "{}", err(&o));
+    assert_exit(&o, 0, "writing it anew");
     // A registry that cannot be read, or two sources of tools.
     let o = lock_cmd(TEAM, s(&dir.join("none.json")), &["--check"]);
     assert_eq!(o.status.code(), Some(2));
@@ -219,12 +221,7 @@ fn usage_and_io_errors_exit_2() {
     let out_of = dir.join("out.policy");
     std::fs::write(&out_of, "lock = \"../tools.lock\"\n").unwrap();
     let o = policy(&["lock", "--policy", s(&out_of), "--registry", GATEWAY]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        err(&o).contains("leaves the policy's folder"),
-        "{}",
-        err(&o)
-    );
+    assert_exit(&o, 2, "leaves the policy's folder");
     // The help has an example.
     let o = policy(&["lock", "--help"]);
     assert!(out(&o).contains("policy lock --policy examples/locks/team.policy --registry examples/registries/gateway.json --check"), "{}", out(&o));
@@ -288,8 +285,7 @@ fn check_warns_per_unlocked_tool_and_refuses_a_missing_lock() {
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));
     std::fs::remove_file(dir.join("tools.lock")).unwrap();
     let o = policy(&["plan", "--policy", s(&p), "--registry", GATEWAY]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(err(&o).contains("PL015"), "{}", err(&o));
+    assert_exit(&o, 1, "PL015");
 }
 
 /// Explain names cause `lock`, the lock file and what differs; the matrix
