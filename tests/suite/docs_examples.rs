@@ -185,6 +185,19 @@ fn every_link_of_the_readme_and_docs_resolves() {
     assert!(links > 50, "only {links} links found");
 }
 
+/// The `$ policy ...` commands a page shows in its text blocks, each with
+/// its arguments and the lines shown after it.
+fn shown_commands(page: &str) -> Vec<(String, String, String)> {
+    blocks(page, "text")
+        .iter()
+        .filter_map(|block| {
+            let (command, shown) = block.split_once('\n')?;
+            let rest = command.strip_prefix("$ policy ")?;
+            Some((command.to_string(), rest.to_string(), shown.to_string()))
+        })
+        .collect()
+}
+
 /// The hints page: its policies load, and each command it shows prints what
 /// the page says (up to a `  ...` line, then the lines after it, in order).
 #[test]
@@ -198,13 +211,8 @@ fn the_hints_page_examples_are_true() {
         }
     }
     let mut seen = 0;
-    for block in blocks(&page, "text") {
-        let Some((command, shown)) = block.split_once('\n') else {
-            continue;
-        };
-        let Some(rest) = command.strip_prefix("$ policy ") else {
-            continue;
-        };
+    for (command, rest, shown) in shown_commands(&page) {
+        let (command, rest, shown) = (command.as_str(), rest.as_str(), shown.as_str());
         let out = policy(&rest.split_whitespace().collect::<Vec<_>>());
         assert!(out.status.success(), "`{command}` fails");
         let printed = String::from_utf8_lossy(&out.stdout);
@@ -237,13 +245,8 @@ fn the_locks_page_examples_are_true() {
         assert!(p.lock.is_some(), "{text}");
     }
     let mut seen = 0;
-    for block in blocks(&page, "text") {
-        let Some((command, shown)) = block.split_once('\n') else {
-            continue;
-        };
-        let Some(rest) = command.strip_prefix("$ policy ") else {
-            continue;
-        };
+    for (command, rest, shown) in shown_commands(&page) {
+        let (command, rest, shown) = (command.as_str(), rest.as_str(), shown.as_str());
         let out = policy(&rest.split_whitespace().collect::<Vec<_>>());
         // `--check` on the changed registry fails, as the page says.
         let expected = if rest.contains("--check") { 1 } else { 0 };
