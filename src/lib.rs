@@ -17,6 +17,7 @@ pub mod format;
 #[cfg(feature = "gateway")]
 pub mod gateway;
 pub mod hint;
+pub mod host;
 pub mod input;
 pub mod lint;
 pub mod lock;

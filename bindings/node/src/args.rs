@@ -193,19 +193,7 @@ pub fn status(env: &Env, v: Option<&Unknown>, what: &str) -> Result<ResultStatus
     let Some(text) = opt_string(env, v, what)? else {
         return Ok(ResultStatus::Ok);
     };
-    Ok(match text.as_str() {
-        "ok" => ResultStatus::Ok,
-        "error" => ResultStatus::Error,
-        "interrupted" => ResultStatus::Interrupted,
-        "missing" => ResultStatus::Missing,
-        _ => {
-            return Err(usage(
-                env,
-                format!("unknown status `{text}` in {what}"),
-                Some("the statuses are `ok`, `error`, `interrupted` and `missing`".into()),
-            ));
-        }
-    })
+    toolpolicy::host::status(&text, what).map_err(|f| crate::error::raise(env, f))
 }
 
 /// The call-through tool's name from `callThrough: true | "name"`; `None`

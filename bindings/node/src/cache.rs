@@ -18,7 +18,7 @@ use napi::bindgen_prelude::{
 };
 use napi::{Env, Result};
 use serde_json::Value;
-use toolpolicy::runtime::{ActivationResult, Provider, Snapshot};
+use toolpolicy::runtime::{ActivationResult, Snapshot};
 use toolpolicy::{Context, Plan, Tool};
 
 /// What a cached object depends on. The snapshot is held, not its address,
@@ -56,7 +56,7 @@ impl Key {
 /// Puts an object together in JavaScript. `layout` is JSON: an array of
 /// items (a list of tools), a plan whose lists hold numbers, or with `text`
 /// a search result whose lists hold registry indices or unknown names. An item
-/// `n >= 0` is the definition with id `n` (see [`def_id`]), an item
+/// `n >= 0` is the definition with id `n` (see [`toolpolicy::host::def_id`]), an item
 /// `n < 0` the value in slot `-1 - n` (a catalog text, the engine's own
 /// tool); a name is a registry index into the snapshot's names. `fresh`
 /// (the names) comes with each new generation, `defs` and `vals` with the
@@ -124,34 +124,6 @@ type BuildArgs = FnArgs<(u32, String, String, String, String, Option<String>)>;
 /// a catalog per context in use, a search tool per catalog and delivery.
 /// Past it the oldest slot is reused.
 const VAL_SLOTS: usize = 64;
-
-/// The shapes a registry tool's definition object comes in.
-const SHAPES: u32 = 5;
-/// Anthropic's shape with `"defer_loading": true` (native deferral).
-const ANTHROPIC_DEFERRED: u32 = 4;
-
-/// The id of registry tool `index`'s definition in `provider`'s shape.
-pub fn def_id(index: usize, provider: Provider) -> u32 {
-    let shape = match provider {
-        Provider::Generic => 0,
-        Provider::OpenAiChat => 1,
-        Provider::OpenAiResponses => 2,
-        Provider::Anthropic { .. } => 3,
-    };
-    id(index, shape)
-}
-
-/// The id of a deferred tool's definition marked for native deferral.
-pub fn deferred_def_id(index: usize) -> u32 {
-    id(index, ANTHROPIC_DEFERRED)
-}
-
-fn id(index: usize, shape: u32) -> u32 {
-    u32::try_from(index)
-        .unwrap_or(u32::MAX / SHAPES)
-        .saturating_mul(SHAPES)
-        .saturating_add(shape)
-}
 
 /// A part kept in a slot.
 enum Val {

@@ -9,8 +9,9 @@ use serde::Serialize;
 use toolpolicy::Plan;
 use toolpolicy::runtime::{Delivery, Provider};
 
-use crate::cache::{Parts, def_id, deferred_def_id, json};
+use crate::cache::{Parts, json};
 use crate::out::Tokens;
+use toolpolicy::host::{def_id, provider_def_ids};
 
 /// A plan: the fields of `PlanResult`, tools as items, names as registry
 /// indices.
@@ -82,22 +83,6 @@ pub fn provider_tools(
     provider: Provider,
     parts: &mut Parts<'_>,
 ) -> napi::Result<String> {
-    let mut ids: Vec<u32> = plan
-        .declared_indices()
-        .map(|i| def_id(i, provider))
-        .collect();
-    if provider
-        == (Provider::Anthropic {
-            native_deferral: true,
-        })
-    {
-        for i in plan.deferred_indices() {
-            ids.push(if ids.is_empty() {
-                def_id(i, provider)
-            } else {
-                deferred_def_id(i)
-            });
-        }
-    }
+    let ids = provider_def_ids(plan, provider);
     json(&parts.defs(&ids, || plan.provider_tools(provider)))
 }

@@ -168,23 +168,7 @@ pub fn status(v: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<ResultStatus
     let Some(text) = opt_string(v, what)? else {
         return Ok(ResultStatus::Ok);
     };
-    Ok(match text.as_str() {
-        "ok" => ResultStatus::Ok,
-        "error" => ResultStatus::Error,
-        "interrupted" => ResultStatus::Interrupted,
-        "missing" => ResultStatus::Missing,
-        _ => {
-            let help =
-                toolpolicy::diag::did_you_mean(&text, ["ok", "error", "interrupted", "missing"])
-                    .unwrap_or_else(|| {
-                        "the statuses are `ok`, `error`, `interrupted` and `missing`".into()
-                    });
-            return Err(usage(
-                format!("unknown status `{text}` in {what}"),
-                Some(help),
-            ));
-        }
-    })
+    toolpolicy::host::status(&text, what).map_err(crate::error::raise)
 }
 
 /// The call-through tool's name from `call_through=True | "name"`; `None`

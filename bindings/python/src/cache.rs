@@ -18,41 +18,14 @@ use std::sync::{Arc, Mutex};
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
 use serde_json::Value;
-use toolpolicy::runtime::{Provider, Snapshot};
+use toolpolicy::runtime::Snapshot;
 use toolpolicy::{Context, Plan, Tool};
 
 use crate::convert::to_py;
 
-/// The shapes a registry tool's definition comes in.
-const SHAPES: u32 = 5;
-/// Anthropic's shape with `"defer_loading": true` (native deferral).
-const ANTHROPIC_DEFERRED: u32 = 4;
 /// How many of the engine's own tools' definitions are kept per snapshot
 /// (a search tool per catalog and delivery); past it the oldest goes.
 const OWN_SLOTS: usize = 64;
-
-/// The id of registry tool `index`'s definition in `provider`'s shape.
-pub fn def_id(index: usize, provider: Provider) -> u32 {
-    let shape = match provider {
-        Provider::Generic => 0,
-        Provider::OpenAiChat => 1,
-        Provider::OpenAiResponses => 2,
-        Provider::Anthropic { .. } => 3,
-    };
-    id(index, shape)
-}
-
-/// The id of a deferred tool's definition marked for native deferral.
-pub fn deferred_def_id(index: usize) -> u32 {
-    id(index, ANTHROPIC_DEFERRED)
-}
-
-fn id(index: usize, shape: u32) -> u32 {
-    u32::try_from(index)
-        .unwrap_or(u32::MAX / SHAPES)
-        .saturating_mul(SHAPES)
-        .saturating_add(shape)
-}
 
 #[derive(Default)]
 pub struct Defs(Mutex<DefsState>);

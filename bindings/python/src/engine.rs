@@ -477,14 +477,14 @@ impl Engine {
                 .map(|w| ("tools", w))
                 .chain(snap.skills().warnings().iter().map(|w| ("skills", w)));
             all.map(|(file, w)| {
-                Diag {
+                let d = Diag {
                     code: Some(w.code.as_str().to_string()),
                     severity: "warning",
                     file: Some(file.to_string()),
                     path: Some(w.path.clone()),
                     ..Diag::plain(w.message.clone(), w.help.clone())
-                }
-                .to_dict(py)
+                };
+                error::to_dict(&d, py)
             })
             .collect()
         })
@@ -570,59 +570,5 @@ pub fn time_in_rust(
     iterations: u32,
 ) -> f64 {
     let e = &*engine.inner;
-    py.detach(|| bench_in_rust(e, &what, &query, iterations))
-}
-
-fn bench_in_rust(e: &toolpolicy::Engine, what: &str, query: &str, iterations: u32) -> f64 {
-    use std::hint::black_box;
-    use toolpolicy::runtime::{Delivery, Provider};
-    let Ok(mut chat) = e.session(toolpolicy::Context::default()) else {
-        return f64::NAN;
-    };
-    // Two contexts to switch between, as `bench.py` does before each
-    // changed plan.
-    let flags = |f: &str| toolpolicy::Context {
-        flags: [f.to_string()].into_iter().collect(),
-        ..toolpolicy::Context::default()
-    };
-    let contexts = [flags("a"), flags("b")];
-    let start = std::time::Instant::now();
-    for n in 0..iterations {
-        if what.ends_with("-switch") {
-            black_box(chat.set_context(e, contexts[n as usize % 2].clone()).ok());
-        }
-        let plan = match what {
-            "session" | "search" | "search-again" => None,
-            _ => chat.plan(e).ok(),
-        };
-        match (what, plan) {
-            ("plan" | "plan-switch", Some(plan)) => {
-                black_box(plan.provider_tools(Provider::Generic));
-                black_box(plan.deferred().count());
-            }
-            ("tool-list-switch", Some(plan)) => {
-                black_box(plan.tool_list(Delivery::Declared));
-                black_box(plan.provider_tools(Provider::Generic));
-            }
-            ("openai-switch", Some(plan)) => {
-                black_box(plan.provider_tools(Provider::OpenAiChat));
-            }
-            ("plan-cached", Some(plan)) => {
-                black_box(plan.declared_len());
-            }
-            ("session", _) => {
-                black_box(e.session(toolpolicy::Context::default()).ok());
-            }
-            ("search", _) => {
-                if let Ok(mut s) = e.session(toolpolicy::Context::default()) {
-                    black_box(s.search(e, query, &[] as &[&str]).ok());
-                }
-            }
-            ("search-again", _) => {
-                black_box(chat.search(e, query, &[] as &[&str]).ok());
-            }
-            _ => return f64::NAN,
-        }
-    }
-    start.elapsed().as_nanos() as f64 / f64::from(iterations.max(1))
+    py.detach(|| toolpolicy::host::time_in_rust(e, &what, &query, iterations))
 }

@@ -17,9 +17,10 @@ use toolpolicy::runtime::{ActivationResult, Delivery, Provider, parse_provider};
 use toolpolicy::{Context, Plan};
 
 use crate::args;
-use crate::cache::{Defs, Key, PlanParts, View, Views, def_id, deferred_def_id};
+use crate::cache::{Defs, Key, PlanParts, View, Views};
 use crate::convert::to_py;
 use crate::error::{self, guard};
+use toolpolicy::host::{def_id, provider_def_ids};
 
 /// One chat: its context, its activations and the evidence that rebuilds
 /// them. Make one with `engine.session()` or `engine.resume()`.
@@ -165,23 +166,7 @@ impl Session {
         plan: &Plan,
         provider: Provider,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        let mut ids: Vec<u32> = plan
-            .declared_indices()
-            .map(|i| def_id(i, provider))
-            .collect();
-        if provider
-            == (Provider::Anthropic {
-                native_deferral: true,
-            })
-        {
-            for i in plan.deferred_indices() {
-                ids.push(if ids.is_empty() {
-                    def_id(i, provider)
-                } else {
-                    deferred_def_id(i)
-                });
-            }
-        }
+        let ids = provider_def_ids(plan, provider);
         let defs = self
             .defs
             .tools(py, plan.snapshot(), &ids, || plan.provider_tools(provider))?;
