@@ -206,6 +206,14 @@ test('modes: a policy with modes needs one; switching to an undeclared one throw
   assert.deepEqual(chat.state().context.flags, ['x']);
 });
 
+test('a mistyped result status throws with the nearest status, and records nothing', () => {
+  const engine = new Engine('NoDefer(WebFetch)\n', small);
+  const chat = engine.session();
+  const e = throws(() => chat.recordResult('WebFetch', 'interupted'), /unknown status `interupted` in status/);
+  assert.match(e.diagnostics[0].help, /did you mean `interrupted`/);
+  assert.deepEqual(chat.state().evidence, []);
+});
+
 test('a flag no `when` of the policy names throws with did-you-mean, as an unknown mode does', () => {
   const engine = new Engine('NoDefer(WebFetch)\nwhen readonly {\n  Hide(WebFetch)\n}\n', small);
   const e = throws(() => engine.session({ flags: ['readonyl'] }), /the flag `readonyl`/);
