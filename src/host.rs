@@ -1,14 +1,16 @@
 //! What the language bindings (the Node and Python modules) share, so that
 //! a host language sees the same engine the same way: failures as a message
-//! and located diagnostics, the words a binding reads from its caller
-//! (`status`), the ids under which a binding keeps tool definitions it has
-//! converted once, and the in-process timing loop its benchmarks compare
-//! their own calls against.
+//! and located diagnostics, files read as the engine reads its inputs, the
+//! audit log opened or a warning why not, the words a binding reads from
+//! its caller (`status`), the ids under which a binding keeps tool
+//! definitions it has converted once, and the in-process timing loop its
+//! benchmarks compare their own calls against.
 //!
 //! Nothing here knows a host language: each binding turns a [`Failure`]
 //! into its own error type and keeps definitions in its own objects.
 
 use std::any::Any;
+use std::path::Path;
 
 use serde::Serialize;
 
@@ -146,6 +148,63 @@ impl Failure {
             Some("this is a bug in toolpolicy; the engine is still usable".into()),
         )
     }
+}
+
+/// Reads a file through the library's reader, so that its size cap holds
+/// in a binding too: `/dev/zero` or a runaway registry is refused, not read
+/// until memory runs out.
+pub fn read(path: &str) -> Result<Vec<u8>, Failure> {
+    crate::input::read(Path::new(path)).map_err(|e| {
+        Failure::usage(
+            format!("cannot read `{path}`: {}", lowercase_first(&e.to_string())),
+            None,
+        )
+    })
+}
+
+/// A file's bytes as text, or a failure that names the file.
+pub fn utf8(path: &str, bytes: Vec<u8>) -> Result<String, Failure> {
+    String::from_utf8(bytes).map_err(|_| Failure::usage(format!("`{path}` is not UTF-8"), None))
+}
+
+/// A text file read as the engine reads its inputs: capped, UTF-8, without
+/// a leading byte-order mark.
+pub fn read_text(path: &str) -> Result<String, Failure> {
+    let text = utf8(path, read(path)?)?;
+    Ok(match crate::input::strip_bom(&text).len() {
+        n if n == text.len() => text,
+        n => text[text.len() - n..].to_string(),
+    })
+}
+
+/// The system's `No such file or directory` as a message goes on:
+/// lowercase, with the rest (the library's `64 MiB`) left as it is.
+fn lowercase_first(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map_or_else(String::new, |c| c.to_lowercase().chain(chars).collect())
+}
+
+/// Opens the audit log at `path` (with search queries unless `queries` is
+/// false), or says, as a warning a binding shows, why it cannot: a binding
+/// works on without one, never fails for it.
+#[cfg(feature = "audit-log")]
+pub fn open_audit(
+    path: &str,
+    queries: bool,
+) -> Result<std::sync::Arc<crate::audit::writer::AuditLog>, String> {
+    let options = crate::audit::writer::Options {
+        queries,
+        ..Default::default()
+    };
+    crate::audit::writer::AuditLog::open(Path::new(path), options).map_err(|e| {
+        format!(
+            "cannot open the audit log `{}`: {}; going on without one",
+            crate::chars::escape(path),
+            lowercase_first(&e.to_string())
+        )
+    })
 }
 
 /// A result status as a caller writes it: `ok`, `error`, `interrupted` or
@@ -365,6 +424,44 @@ mod tests {
                 .contains("the engine failed inside: index out of range")
         );
         assert!(f.message.contains("still usable"));
+    }
+
+    #[test]
+    fn files_are_read_capped_as_text_without_a_byte_order_mark() {
+        let dir = std::env::temp_dir().join(format!("toolpolicy-host-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bom = dir.join("bom.json");
+        std::fs::write(&bom, "\u{feff}[]").unwrap();
+        assert_eq!(read_text(bom.to_str().unwrap()).unwrap(), "[]");
+        let latin = dir.join("latin.json");
+        std::fs::write(&latin, b"[\xe9]").unwrap();
+        let f = read_text(latin.to_str().unwrap()).unwrap_err();
+        assert!(f.message.ends_with("is not UTF-8"), "{}", f.message);
+        let missing = dir.join("missing.json");
+        let f = read_text(missing.to_str().unwrap()).unwrap_err();
+        assert!(f.message.starts_with("cannot read `"), "{}", f.message);
+        assert!(f.message.contains(": no such file"), "{}", f.message);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(feature = "audit-log")]
+    #[test]
+    fn an_audit_log_that_cannot_be_opened_is_a_warning_that_says_why() {
+        let dir =
+            std::env::temp_dir().join(format!("toolpolicy-host-audit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let inside_a_file = dir.join("file");
+        std::fs::write(&inside_a_file, "").unwrap();
+        let path = inside_a_file.join("audit.jsonl");
+        let warning = open_audit(path.to_str().unwrap(), true).unwrap_err();
+        assert!(
+            warning.starts_with("cannot open the audit log `"),
+            "{warning}"
+        );
+        assert!(warning.ends_with("; going on without one"), "{warning}");
+        let log = open_audit(dir.join("audit.jsonl").to_str().unwrap(), false).unwrap();
+        drop(log);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -10,7 +10,7 @@ use napi::bindgen_prelude::{Function, Unknown};
 use napi::{Env, Result};
 use napi_derive::napi;
 use serde_json::Value;
-use toolpolicy::audit::writer::{AuditLog, Options as AuditOptions};
+use toolpolicy::audit::writer::AuditLog;
 use toolpolicy::explain::{explain, note_plan};
 use toolpolicy::{ItemRef, LoadErrors, Policy, Registry, SessionState, SkillList};
 
@@ -63,11 +63,7 @@ fn open_audit(
     let Some(path) = path else {
         return Ok(None);
     };
-    let options = AuditOptions {
-        queries: !no_queries,
-        ..AuditOptions::default()
-    };
-    match AuditLog::open(Path::new(&path), options) {
+    match toolpolicy::host::open_audit(&path, !no_queries) {
         Ok(log) => {
             // Before the process exits, what is queued is written (a few
             // seconds at most); the hook does not keep the log open.
@@ -79,15 +75,8 @@ fn open_audit(
             })?;
             Ok(Some(log))
         }
-        Err(e) => {
-            warn(
-                env,
-                &format!(
-                    "cannot open the audit log `{}`: {}; going on without one",
-                    toolpolicy::chars::escape(&path),
-                    lowercase_first(&e.to_string())
-                ),
-            )?;
+        Err(warning) => {
+            warn(env, &warning)?;
             Ok(None)
         }
     }
@@ -121,30 +110,12 @@ impl Engine {
     }
 }
 
-/// Reads a file through the library's reader, so that its size cap holds
-/// here too: `/dev/zero` or a runaway registry is refused, not read until
-/// memory runs out.
 fn read(env: &Env, path: &str) -> Result<Vec<u8>> {
-    toolpolicy::input::read(Path::new(path)).map_err(|e| {
-        error::usage(
-            env,
-            format!("cannot read `{path}`: {}", lowercase_first(&e.to_string())),
-            None,
-        )
-    })
-}
-
-/// The system's `No such file or directory` as a message starts:
-/// lowercase, with the rest (the library's `64 MiB`) left as it is.
-fn lowercase_first(text: &str) -> String {
-    let mut chars = text.chars();
-    chars
-        .next()
-        .map_or_else(String::new, |c| c.to_lowercase().chain(chars).collect())
+    toolpolicy::host::read(path).map_err(|f| error::raise(env, f))
 }
 
 fn utf8(env: &Env, path: &str, bytes: Vec<u8>) -> Result<String> {
-    String::from_utf8(bytes).map_err(|_| error::usage(env, format!("`{path}` is not UTF-8"), None))
+    toolpolicy::host::utf8(path, bytes).map_err(|f| error::raise(env, f))
 }
 
 fn registry(env: &Env, file: &str, text: &str) -> Result<Registry> {

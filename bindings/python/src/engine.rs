@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyCFunction, PyDict, PyTuple};
-use toolpolicy::audit::writer::{AuditLog, Options as AuditOptions};
+use toolpolicy::audit::writer::AuditLog;
 use toolpolicy::explain::{explain, note_plan};
+use toolpolicy::host::{Failure, read, read_text, utf8};
 use toolpolicy::{ItemRef, LoadErrors, Policy, Registry, SessionState, SkillList};
 
 use crate::args;
@@ -52,11 +53,7 @@ fn open_audit(
     else {
         return Ok(None);
     };
-    let options = AuditOptions {
-        queries: !no_queries,
-        ..AuditOptions::default()
-    };
-    match AuditLog::open(Path::new(&path), options) {
+    match toolpolicy::host::open_audit(&path, !no_queries) {
         Ok(log) => {
             // Before the interpreter exits, what is queued is written (a
             // few seconds at most); the hook does not keep the log open.
@@ -74,15 +71,8 @@ fn open_audit(
             py.import("atexit")?.call_method1("register", (flush,))?;
             Ok(Some(log))
         }
-        Err(e) => {
-            warn(
-                py,
-                &format!(
-                    "cannot open the audit log `{}`: {}; going on without one",
-                    toolpolicy::chars::escape(&path),
-                    lowercase_first(&e.to_string())
-                ),
-            )?;
+        Err(warning) => {
+            warn(py, &warning)?;
             Ok(None)
         }
     }
@@ -100,41 +90,10 @@ fn warn(py: Python<'_>, message: &str) -> PyResult<()> {
     )
 }
 
-/// Reads a file through the library's reader, so that its size cap holds
-/// here too: `/dev/zero` or a runaway registry is refused, not read until
-/// memory runs out.
-fn read(path: &str) -> Result<Vec<u8>, String> {
-    toolpolicy::input::read(Path::new(path))
-        .map_err(|e| format!("cannot read `{path}`: {}", lowercase_first(&e.to_string())))
-}
-
-/// The system's `No such file or directory` as a message starts:
-/// lowercase, with the rest (the library's `64 MiB`) left as it is.
-fn lowercase_first(text: &str) -> String {
-    let mut chars = text.chars();
-    chars
-        .next()
-        .map_or_else(String::new, |c| c.to_lowercase().chain(chars).collect())
-}
-
-fn utf8(path: &str, bytes: Vec<u8>) -> Result<String, String> {
-    String::from_utf8(bytes).map_err(|_| format!("`{path}` is not UTF-8"))
-}
-
-/// A text file read as the engine reads its inputs, without a leading
-/// byte-order mark.
-fn read_text(path: &str) -> Result<String, String> {
-    let text = utf8(path, read(path)?)?;
-    Ok(match toolpolicy::input::strip_bom(&text).len() {
-        n if n == text.len() => text,
-        n => text[text.len() - n..].to_string(),
-    })
-}
-
 /// What goes wrong while building an engine, made into an exception once
 /// the GIL is held again.
 enum BuildError {
-    Read(String),
+    Read(Failure),
     Policy(toolpolicy::LoadErrors),
     List(String, toolpolicy::registry::LoadError),
 }
@@ -142,7 +101,7 @@ enum BuildError {
 impl From<BuildError> for PyErr {
     fn from(e: BuildError) -> PyErr {
         match e {
-            BuildError::Read(m) => error::usage(m, None),
+            BuildError::Read(f) => error::raise(f),
             BuildError::Policy(e) => error::policy(&e),
             BuildError::List(file, e) => error::list(&file, &e),
         }
@@ -552,8 +511,7 @@ pub fn lock_text(py: Python<'_>, tools: &Bound<'_, PyAny>) -> PyResult<String> {
 pub fn read_input(py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<String> {
     guard(|| {
         let path = self::path(path, "path")?;
-        py.detach(|| read_text(&path))
-            .map_err(|m| error::usage(m, None))
+        py.detach(|| read_text(&path)).map_err(error::raise)
     })
 }
 
