@@ -11,7 +11,9 @@
 //!    (`vocab`, `lexicon`, `shape`);
 //! 5. `rank`: concepts scored against the postings, bonuses of the request's
 //!    structure (`intent`, named servers, verbatim names) on top;
-//! 6. `explain`: one tool's score taken apart.
+//! 6. `fit`: which ranked tools a search activates, judged by what each
+//!    match is made of, and when nothing fits;
+//! 7. `explain`: one tool's score and fit taken apart.
 //!
 //! The registry's words are read once per registry (`corpus`); the index
 //! over them is counted once, and once more per set of tools a context hides
