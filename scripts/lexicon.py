@@ -17,9 +17,12 @@ includes in the binary and reads once, the first time a query needs them:
   `get` rarely has, says almost nothing. Only words that the tagged corpus
   has seen are kept, so rare senses do not flood a query.
 * `cedict.tsv`: per simplified Chinese word of one to four characters,
-  `word<TAB>english words`: the content words of its first glosses and of
-  any later gloss marked as a sense of computing, without
-  proper nouns, variants, classifiers and explanations in brackets.
+  `word<TAB>glosses`, separated by `;`: the content words of each of its
+  first glosses and of any later gloss marked as a sense of computing,
+  without proper nouns, variants, classifiers and explanations in brackets
+  (`客厅<TAB>drawing room;living room`). The search reads the first eight
+  words as the word's English, and the first word of a two-word gloss as
+  only part of it (`living` is not a living room).
 
 Sources, installed with ordinary package clients (no network at build time):
 
@@ -193,7 +196,7 @@ def cedict(path):
             continue
         if pinyin[:1].isupper():  # proper nouns: names, places
             continue
-        words = table.setdefault(simp, [])
+        kept = table.setdefault(simp, [])
         # Newer releases join related senses within one gloss with `;`
         # (`/mission; assignment; task; duty/`): each part is a gloss.
         parts = [p.strip() for g in glosses for p in g.split(";")]
@@ -208,10 +211,9 @@ def cedict(path):
             toks = [t for t in re.findall(r"[a-z]+", g.lower()) if t not in STOP and len(t) > 1]
             if not toks or len(toks) > 3:
                 continue
-            for t in toks:
-                if t not in words:
-                    words.append(t)
-    return [f"{w}\t{' '.join(ws[:8])}" for w, ws in sorted(table.items()) if ws]
+            if toks not in kept:
+                kept.append(toks)
+    return [f"{w}\t{';'.join(' '.join(g) for g in gs)}" for w, gs in sorted(table.items()) if gs]
 
 
 def main():

@@ -8,9 +8,13 @@
 //! has for it: the word itself, or a joined pair, counts in full; the
 //! built-in vocabulary almost so; CC-CEDICT's English of a Chinese word a
 //! little less; an abbreviation's name term, a WordNet synonym, a Chinese
-//! character alone (of a longer word) or its English, less again. Where the
-//! tool has it counts too: its name and description in full, its parameter
-//! names and parameter text much less.
+//! character alone (of a longer word) or its English, less again. A
+//! two-word gloss of CC-CEDICT names a kind of its second word's thing (体重
+//! is `body weight`): its first word covers the Chinese word only as a
+//! part ([`PART_OF_GLOSS`]) in a tool that lacks the second (a request
+//! `body` is no body weight). Where the tool has it counts too: its name
+//! and description in full, its parameter names and parameter text much
+//! less.
 //!
 //! A tool fits the query on its own when it covers one of the query's
 //! content words directly ([`DIRECT`] or more) that is not a light word (a
@@ -49,8 +53,8 @@ use std::sync::OnceLock;
 use serde::Serialize;
 
 use super::corpus::{DESCRIPTION, FIELDS, NAME, PARAM_NAME, PARAM_TEXT};
-use super::index::SearchIndex;
-use super::query::{NO_UNIT, Origin, QueryTerm, Unit, W_CEDICT, W_CJK_BIGRAM};
+use super::index::{NAME_FLAG, SearchIndex};
+use super::query::{ABSENT, NO_PAIR, NO_UNIT, Origin, QueryTerm, Unit, W_CEDICT, W_CJK_BIGRAM};
 use super::tokenize::stem;
 
 /// A tool that covers this much of the query fits without a direct match.
@@ -167,6 +171,11 @@ fn is_light(word: &str) -> bool {
         .get_or_init(|| LIGHT.iter().map(|w| stem(w)).collect())
         .contains(word)
 }
+
+/// What the English of a Chinese word counts for when it is the first word
+/// of a two-word gloss and the tool lacks the second (`body` for 体重, `body
+/// weight`): a part of the thing, as a character's English is.
+const PART_OF_GLOSS: f32 = 0.3;
 
 /// How much each field's match counts, in field order.
 const FIELD_EVIDENCE: [f32; FIELDS] = {
@@ -385,6 +394,20 @@ impl SearchIndex {
         self.fit_with(&terms, &units, tool)
     }
 
+    /// Whether the tool at `tool` has a word the term needs beside it (see
+    /// [`QueryTerm::pair`]), or the term needs none.
+    fn has_pair(&self, t: &QueryTerm, tool: usize) -> bool {
+        if t.pair[0] == NO_PAIR {
+            return true;
+        }
+        let Some(counts) = self.corpus.per_tool.get(tool) else {
+            return false;
+        };
+        t.pair.iter().any(|&p| {
+            p != NO_PAIR && p != ABSENT && counts.binary_search_by_key(&p, |(id, _)| *id).is_ok()
+        })
+    }
+
     pub(super) fn fit_with(&self, terms: &[QueryTerm], units: &[Unit], tool: usize) -> Option<Fit> {
         let counts = self.corpus.per_tool.get(tool)?;
         let mut cover = vec![(0f32, None::<(u32, Origin, usize)>); units.len()];
@@ -395,10 +418,18 @@ impl SearchIndex {
                 continue;
             }
             if !self.postings[t.id as usize].is_empty() {
+                let s = if self.postings[t.id as usize]
+                    .iter()
+                    .any(|p| self.has_pair(t, (p.tool & !NAME_FLAG) as usize))
+                {
+                    strength(t)
+                } else {
+                    strength(t).min(PART_OF_GLOSS)
+                };
                 for u in [t.unit, t.unit2] {
                     if u != NO_UNIT {
                         let k = &mut known[u as usize - 1];
-                        *k = k.max(strength(t));
+                        *k = k.max(s);
                     }
                 }
             }
@@ -413,7 +444,11 @@ impl SearchIndex {
             else {
                 continue;
             };
-            let e = strength(t) * f;
+            let e = if self.has_pair(t, tool) {
+                strength(t)
+            } else {
+                strength(t).min(PART_OF_GLOSS)
+            } * f;
             for u in [t.unit, t.unit2] {
                 if u != NO_UNIT && e > cover[u as usize - 1].0 {
                     cover[u as usize - 1] = (e, Some((t.id, t.origin, field)));
@@ -806,5 +841,32 @@ mod tests {
                 first
             );
         }
+    }
+
+    #[test]
+    fn the_first_word_of_a_two_word_translation_alone_is_a_part() {
+        // 体重 is `body weight`: a request's body is not it, a body weight
+        // or a weight is.
+        let reg = registry(&[
+            (
+                "patch_request",
+                "Send a new request body to a saved endpoint",
+            ),
+            ("log_weight", "Log your body weight each morning"),
+            ("scale_reading", "Read the weight on the bathroom scale"),
+        ]);
+        let idx = SearchIndex::new(&reg);
+        let q = "体重";
+        let body = idx.fit(q, 0).unwrap();
+        let unit = body.units.iter().find(|u| u.word == "体重").unwrap();
+        assert!(unit.cover > 0.0 && unit.cover < super::DIRECT, "{unit:?}");
+        assert!(!body.fits, "{}", body.reason());
+        for tool in [1, 2] {
+            let fit = idx.fit(q, tool).unwrap();
+            assert!(fit.fits, "{}: {}", reg.tools()[tool].name, fit.reason());
+        }
+        let loaded = activated(&reg, &idx, q);
+        assert!(loaded.contains(&"log_weight".to_string()), "{loaded:?}");
+        assert!(!loaded.contains(&"patch_request".to_string()), "{loaded:?}");
     }
 }

@@ -90,17 +90,67 @@ fn cedict_index() -> &'static [u32] {
     INDEX.get_or_init(|| lines(CEDICT).map(|(offset, _)| offset).collect())
 }
 
-/// The English words (stemmed) that CC-CEDICT gives for the Chinese word
-/// `word`, or `None` when the dictionary does not have it.
-pub(super) fn chinese(word: &str) -> Option<Vec<String>> {
+/// How many words of a Chinese word's glosses are its English.
+const CEDICT_WORDS: usize = 8;
+
+/// One English word (stemmed) CC-CEDICT gives for a Chinese word.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct English {
+    pub word: String,
+    /// When the word comes only as the first of two-word glosses (`body`
+    /// of `body weight` for 体重, `living` of `living room` for 客厅): the
+    /// second word of each. Such a gloss names a kind of the second word's
+    /// thing (a body weight is a weight), which the first word alone is
+    /// not.
+    pub with: Vec<String>,
+}
+
+/// The English words that CC-CEDICT gives for the Chinese word `word`: the
+/// first [`CEDICT_WORDS`] words of its glosses, or `None` when the
+/// dictionary does not have it.
+pub(super) fn chinese(word: &str) -> Option<Vec<English>> {
     let index = cedict_index();
     let at = index
         .binary_search_by(|&offset| headword(line_at(CEDICT, offset)).cmp(word))
         .ok()?;
     let line = line_at(CEDICT, index[at]);
-    let mut out = Vec::new();
-    push_stems(&mut out, line.split_once('\t').map_or("", |(_, e)| e), "");
-    Some(out)
+    let glosses_text = line.split_once('\t').map_or("", |(_, e)| e);
+    let mut words: Vec<&str> = Vec::new();
+    for w in glosses_text.split([';', ' ']).filter(|w| !w.is_empty()) {
+        if words.len() < CEDICT_WORDS && !words.contains(&w) {
+            words.push(w);
+        }
+    }
+    let mut stems = Vec::new();
+    push_stems(&mut stems, &words.join(" "), "");
+    // Each gloss as its content words, stemmed.
+    let glosses: Vec<Vec<String>> = glosses_text
+        .split(';')
+        .map(|g| {
+            let mut out = Vec::new();
+            push_stems(&mut out, g, "");
+            out
+        })
+        .collect();
+    Some(
+        stems
+            .into_iter()
+            .map(|word| {
+                let mut with = Vec::new();
+                let mut only_first_of_pairs = true;
+                for g in glosses.iter().filter(|g| g.contains(&word)) {
+                    match g.as_slice() {
+                        [a, b] if *a == word => with.push(b.clone()),
+                        _ => only_first_of_pairs = false,
+                    }
+                }
+                if !only_first_of_pairs {
+                    with.clear();
+                }
+                English { word, with }
+            })
+            .collect(),
+    )
 }
 
 /// Whether CC-CEDICT has the Chinese word `word`.
@@ -183,14 +233,40 @@ mod tests {
 
     #[test]
     fn cedict_translates_chinese_words() {
-        assert!(chinese("删除").is_some_and(|e| e.contains(&stem("delete"))));
-        assert!(chinese("日程").is_some_and(|e| e.contains(&stem("schedule"))));
+        let has = |zh: &str, en: &str| {
+            chinese(zh).is_some_and(|e| e.iter().any(|e| e.word == stem(en) && e.with.is_empty()))
+        };
+        assert!(has("删除", "delete"));
+        assert!(has("日程", "schedule"));
         // A gloss of related senses joined by `;` (`mission; assignment;
         // task`) gives each of them.
-        assert!(chinese("任务").is_some_and(|e| e.contains(&stem("task"))));
+        assert!(has("任务", "task"));
         // A computing sense is kept wherever the entry lists it (导出: to
         // derive, ..., to export (data)).
-        assert!(chinese("导出").is_some_and(|e| e.contains(&stem("export"))));
+        assert!(has("导出", "export"));
         assert!(chinese("不是一个词").is_none());
+    }
+
+    #[test]
+    fn the_first_word_of_a_two_word_gloss_needs_the_second() {
+        let english = |zh: &str| chinese(zh).expect("in the dictionary");
+        let with = |zh: &str, en: &str| {
+            english(zh)
+                .into_iter()
+                .find(|e| e.word == stem(en))
+                .unwrap_or_else(|| panic!("{zh} gives {en}"))
+                .with
+        };
+        // 体重 is `body weight`: a weight, but not a body.
+        assert_eq!(with("体重", "body"), vec![stem("weight")]);
+        assert!(with("体重", "weight").is_empty());
+        // 客厅 is a `drawing room` or a `living room`.
+        assert_eq!(with("客厅", "living"), vec![stem("room")]);
+        assert_eq!(with("客厅", "drawing"), vec![stem("room")]);
+        assert!(with("客厅", "room").is_empty());
+        // A gloss of one word, or of three, stands alone: 个数 is the
+        // `number of items or individuals`.
+        assert!(english("个数").iter().all(|e| e.with.is_empty()));
+        assert!(english("关掉").iter().all(|e| e.with.is_empty()));
     }
 }

@@ -61,7 +61,19 @@ pub(super) struct QueryTerm {
     pub(super) weight: f32,
     pub(super) concept: u32,
     pub(super) origin: Origin,
+    /// For the English of a Chinese word that comes only as the first word
+    /// of two-word glosses (`body` of 体重, `body weight`): the terms of the
+    /// second words, one of which a tool must have too for this term to
+    /// stand for the Chinese word in full ([`NO_PAIR`] for an empty slot;
+    /// all empty for a term that needs none, [`ABSENT`] for a word no tool
+    /// has).
+    pub(super) pair: [u32; 2],
 }
+
+/// An empty slot of [`QueryTerm::pair`].
+pub(super) const NO_PAIR: u32 = u32::MAX;
+/// A word of [`QueryTerm::pair`] that no tool has.
+pub(super) const ABSENT: u32 = u32::MAX - 1;
 
 /// No content unit: the term stands for no word of the query's own
 /// (a question word's hint, a plural's, a number).
@@ -148,6 +160,9 @@ impl SearchIndex {
         let units: RefCell<Vec<Unit>> = RefCell::new(Vec::new());
         // The unit(s) the terms pushed now stand for; 0 is none.
         let unit = Cell::new((NO_UNIT, NO_UNIT));
+        // The other words of the two-word glosses the terms pushed now come
+        // from (see [`QueryTerm::pair`]).
+        let gloss_pair = Cell::new([NO_PAIR; 2]);
         let new_unit = |text: &str, run: u32| -> u32 {
             let mut units = units.borrow_mut();
             if units.len() >= MAX_QUERY_TERMS {
@@ -172,6 +187,10 @@ impl SearchIndex {
                     e.concept = concept;
                     e.origin = origin;
                     (e.unit, e.unit2) = (u1, u2);
+                    e.pair = gloss_pair.get();
+                } else if weight == e.weight && gloss_pair.get() == [NO_PAIR; 2] {
+                    // As strong, and a whole word this time.
+                    e.pair = [NO_PAIR; 2];
                 }
             } else if out.len() < MAX_QUERY_TERMS {
                 out.push(QueryTerm {
@@ -181,6 +200,7 @@ impl SearchIndex {
                     origin,
                     unit: u1,
                     unit2: u2,
+                    pair: gloss_pair.get(),
                 });
             }
         };
@@ -406,14 +426,16 @@ impl SearchIndex {
                                 _ => W_CEDICT,
                             };
                             unit.set((char_unit[i], NO_UNIT));
-                            for t in english.iter().filter(|_| weight > 0.0) {
-                                push(t, weight, concept, Origin::Cedict);
+                            for e in english.iter().filter(|_| weight > 0.0) {
+                                gloss_pair.set(self.pair_terms(&e.with));
+                                push(&e.word, weight, concept, Origin::Cedict);
                                 // And what the English word stands for, one
                                 // step further (`改` -> change -> update).
-                                for (other, w) in syn.get(t.as_str()).into_iter().flatten() {
+                                for (other, w) in syn.get(e.word.as_str()).into_iter().flatten() {
                                     push(other, weight * w, concept, Origin::Cedict);
                                 }
                             }
+                            gloss_pair.set([NO_PAIR; 2]);
                             step = len;
                             break;
                         }
@@ -462,15 +484,30 @@ impl SearchIndex {
                         concept += 1;
                         unit.set((char_unit[k], char_unit[k + 2]));
                         push(&s, W_CJK_BIGRAM, concept, Origin::Joined);
-                        for t in &english {
-                            push(t, W_CEDICT, concept, Origin::Cedict);
+                        for e in &english {
+                            gloss_pair.set(self.pair_terms(&e.with));
+                            push(&e.word, W_CEDICT, concept, Origin::Cedict);
                         }
+                        gloss_pair.set([NO_PAIR; 2]);
                     }
                 }
             }
             Piece::Break => previous = None,
         });
         (out, units.into_inner())
+    }
+
+    /// [`QueryTerm::pair`] for the second words of a term's two-word
+    /// glosses. More than two, and the term needs none of them.
+    fn pair_terms(&self, with: &[String]) -> [u32; 2] {
+        match with {
+            [a] => [self.term(a).unwrap_or(ABSENT), NO_PAIR],
+            [a, b] => [
+                self.term(a).unwrap_or(ABSENT),
+                self.term(b).unwrap_or(ABSENT),
+            ],
+            _ => [NO_PAIR; 2],
+        }
     }
 }
 

@@ -24,33 +24,43 @@
 //! | set | right tool activated | per query |
 //! | --- | ---: | ---: |
 //! | tuned (fixtures) | 0.980 | 1.94 |
-//! | held-out dev (fixtures) | 0.948 | 2.56 |
+//! | held-out dev (fixtures) | 0.948 | 2.55 |
 //! | held-out untouched (fixtures) | 0.844 | 2.52 |
-//! | registries dev (project) | 0.795 | 2.53 |
+//! | registries dev (project) | 0.795 | 2.51 |
 //! | registries untouched (project) | 0.671 | 2.63 |
 //!
-//! and 22 / 24, 19 / 24 (fixtures) and 22 / 24, 14 / 24 (project) of the
-//! no-answer requests activate nothing: 77 of 96. A third no-answer set,
-//! `search_queries_noanswer_fresh.toml`, written once these rules were
-//! fixed and never tuned on, measures how far that carries to new
-//! requests: 21 / 24 (fixtures) and 18 / 24 (project) activate nothing. (The second round, with
-//! every word some tool matched by any evidence counted as known and a
-//! Chinese character as a whole word, and no cut of a weaker match on the
-//! best's direct words: 0.980 / 2.10, 0.959 / 2.76, 0.854 / 2.75, 0.795 /
-//! 2.64, 0.671 / 2.71, and 18, 7, 17 and 8 of 24. The first round: 0.985 /
-//! 2.40, 0.948 / 2.86, 0.854 / 2.90, 0.783 / 2.87, 0.659 / 2.85, and 15, 9,
-//! 16 and 7 of 24.) The third round trades one answerable query on each of
-//! three sets (on the development halves: the right tool ranked among four
-//! that match alike, and a request half of whose words the registry knows
-//! only loosely) for 27 more no-answer requests that activate nothing and
-//! 0.1 to 0.25 fewer tools per query. The fourth round reads `star` as
+//! and 24 / 24, 19 / 24 (fixtures) and 23 / 24, 14 / 24 (project) of the
+//! no-answer requests activate nothing: 80 of 96. A third no-answer set,
+//! `search_queries_noanswer_fresh.toml`, written once the fourth round's
+//! rules were fixed and never tuned on, measures how far that carries to
+//! new requests: 22 / 24 (fixtures) and 19 / 24 (project) activate nothing.
+//!
+//! How the rules got there, round by round. The first round: 0.985 / 2.40,
+//! 0.948 / 2.86, 0.854 / 2.90, 0.783 / 2.87, 0.659 / 2.85, and 15, 9, 16
+//! and 7 of 24. The second, with every word some tool matched by any
+//! evidence counted as known and a Chinese character as a whole word, and
+//! no cut of a weaker match on the best's direct words: 0.980 / 2.10, 0.959
+//! / 2.76, 0.854 / 2.75, 0.795 / 2.64, 0.671 / 2.71, and 18, 7, 17 and 8 of
+//! 24. The third round trades one answerable query on each of three sets
+//! (on the development halves: the right tool ranked among four that match
+//! alike, and a request half of whose words the registry knows only
+//! loosely) for 27 more no-answer requests that activate nothing and 0.1 to
+//! 0.25 fewer tools per query. The fourth round reads `star` as
 //! `favourite` (registries dev 0.783 / 2.51 before: `star the revenue
 //! dashboard` loaded nothing, and now loads the favourite tool and its
 //! opposite), and Chinese characters left alone side by side as words the
 //! dictionary lacks, a pair each (held-out dev 0.938 / 2.53 before:
 //! `明天要带伞吗，查下杭州的天气` loaded nothing, and now loads both weather
-//! tools; registries untouched 2.60 tools per query before). The floors below sit a little under these figures, so a change
-//! that loses them fails.
+//! tools; registries untouched 2.60 tools per query before). The fifth
+//! reads the first word of a two-word CC-CEDICT gloss alone as a part of
+//! the thing (体重, `body weight`, is not a request's `body`): 2.56 and
+//! 2.53 tools per query on the development halves before, and 22 and 22
+//! of their no-answer requests; 21 and 18 of the fresh set's. The
+//! untouched halves came out exactly as before it, and no right tool
+//! was lost anywhere.
+//!
+//! The floors below sit a little under these figures, so a change that
+//! loses them fails.
 
 use toolpolicy::runtime::Engine;
 use toolpolicy::runtime::search_eval::{EvalFile, EvalReport, Floors, evaluate};
@@ -168,16 +178,16 @@ fn activation_figures_per_set() {
     for (label, r) in &reports {
         let (recall, per_query, abstained) = match *label {
             "tuned" => (0.975, 2.0, 0),
-            "held-out dev" => (0.945, 2.6, 0),
+            "held-out dev" => (0.945, 2.58, 0),
             "held-out untouched" => (0.835, 2.6, 0),
-            "registries dev" => (0.79, 2.6, 0),
+            "registries dev" => (0.79, 2.55, 0),
             "registries untouched" => (0.66, 2.65, 0),
-            "no-answer dev (fixtures)" => (0.0, 0.0, 21),
+            "no-answer dev (fixtures)" => (0.0, 0.0, 23),
             "no-answer untouched (fixtures)" => (0.0, 0.0, 18),
-            "no-answer dev (project)" => (0.0, 0.0, 21),
+            "no-answer dev (project)" => (0.0, 0.0, 22),
             "no-answer untouched (project)" => (0.0, 0.0, 13),
-            "no-answer fresh (fixtures)" => (0.0, 0.0, 20),
-            "no-answer fresh (project)" => (0.0, 0.0, 17),
+            "no-answer fresh (fixtures)" => (0.0, 0.0, 21),
+            "no-answer fresh (project)" => (0.0, 0.0, 18),
             other => panic!("no floor for {other}"),
         };
         if r.answerable > 0 {
