@@ -162,19 +162,14 @@ pub fn read(path: &str) -> Result<Vec<u8>, Failure> {
     })
 }
 
-/// A file's bytes as text, or a failure that names the file.
-pub fn utf8(path: &str, bytes: Vec<u8>) -> Result<String, Failure> {
-    String::from_utf8(bytes).map_err(|_| Failure::usage(format!("`{path}` is not UTF-8"), None))
-}
-
 /// A text file read as the engine reads its inputs: capped, UTF-8, without
 /// a leading byte-order mark.
 pub fn read_text(path: &str) -> Result<String, Failure> {
-    let text = utf8(path, read(path)?)?;
-    Ok(match crate::input::strip_bom(&text).len() {
-        n if n == text.len() => text,
-        n => text[text.len() - n..].to_string(),
-    })
+    let mut text = String::from_utf8(read(path)?)
+        .map_err(|_| Failure::usage(format!("`{path}` is not UTF-8"), None))?;
+    let bom = text.len() - crate::input::strip_bom(&text).len();
+    text.drain(..bom);
+    Ok(text)
 }
 
 /// The system's `No such file or directory` as a message goes on:

@@ -105,6 +105,17 @@ struct Entry {
     routes: Arc<Mutex<Routes>>,
 }
 
+impl Entry {
+    /// The session's routes, while it has not ended.
+    fn open_routes(&self) -> Result<std::sync::MutexGuard<'_, Routes>, SessionError> {
+        let routes = lock(&self.routes);
+        if routes.closed {
+            return Err(SessionError::Ended);
+        }
+        Ok(routes)
+    }
+}
+
 /// Where a session's service's messages go.
 #[derive(Default)]
 struct Routes {
@@ -384,10 +395,7 @@ impl SessionManager for Sessions {
         let entry = self.entry(id)?;
         let (tx, rx) = oneshot::channel();
         if let JsonRpcMessage::Request(request) = &message {
-            let mut routes = lock(&entry.routes);
-            if routes.closed {
-                return Err(SessionError::Ended);
-            }
+            let mut routes = entry.open_routes()?;
             routes.init = Some((request.id.clone(), tx));
         }
         Self::push(&entry, message).await?;
@@ -415,10 +423,7 @@ impl SessionManager for Sessions {
         let entry = self.entry(id)?;
         let (tx, rx) = mpsc::channel(STREAM);
         if let JsonRpcMessage::Request(request) = &message {
-            let mut routes = lock(&entry.routes);
-            if routes.closed {
-                return Err(SessionError::Ended);
-            }
+            let mut routes = entry.open_routes()?;
             let stream = routes.next_stream;
             routes.next_stream += 1;
             let progress = request.request.get_meta().get_progress_token();
@@ -471,10 +476,7 @@ impl SessionManager for Sessions {
         id: &SessionId,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, SessionError> {
         let entry = self.entry(id)?;
-        let mut routes = lock(&entry.routes);
-        if routes.closed {
-            return Err(SessionError::Ended);
-        }
+        let mut routes = entry.open_routes()?;
         Ok(Events(routes.open_common()))
     }
 
@@ -484,10 +486,7 @@ impl SessionManager for Sessions {
         last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, SessionError> {
         let entry = self.entry(id)?;
-        let mut routes = lock(&entry.routes);
-        if routes.closed {
-            return Err(SessionError::Ended);
-        }
+        let mut routes = entry.open_routes()?;
         let unknown = || SessionError::NoSuchEvent(last_event_id.clone());
         let Some((index, stream)) = last_event_id.split_once('/') else {
             // The `GET` stream: what it missed is in the backlog.

@@ -303,6 +303,16 @@ fn strength(t: &QueryTerm) -> f32 {
     }
 }
 
+/// [`strength`], or for a term that needs a second word of its gloss which
+/// the tool lacks (not `whole`), a part of it ([`PART_OF_GLOSS`]).
+fn gloss_strength(t: &QueryTerm, whole: bool) -> f32 {
+    if whole {
+        strength(t)
+    } else {
+        strength(t).min(PART_OF_GLOSS)
+    }
+}
+
 /// How much a content unit weighs when the known share of a request is
 /// counted: a Chinese character alone ([`CHAR_WEIGHT`]) is what is left once
 /// the query's dictionary words are read (a measure word, a character of a
@@ -417,15 +427,13 @@ impl SearchIndex {
             if t.unit == NO_UNIT && t.unit2 == NO_UNIT {
                 continue;
             }
-            if !self.postings[t.id as usize].is_empty() {
-                let s = if self.postings[t.id as usize]
+            let postings = &self.postings[t.id as usize];
+            if !postings.is_empty() {
+                // As surely as the tool that has it best.
+                let whole = postings
                     .iter()
-                    .any(|p| self.has_pair(t, (p.tool & !NAME_FLAG) as usize))
-                {
-                    strength(t)
-                } else {
-                    strength(t).min(PART_OF_GLOSS)
-                };
+                    .any(|p| self.has_pair(t, (p.tool & !NAME_FLAG) as usize));
+                let s = gloss_strength(t, whole);
                 for u in [t.unit, t.unit2] {
                     if u != NO_UNIT {
                         let k = &mut known[u as usize - 1];
@@ -444,11 +452,7 @@ impl SearchIndex {
             else {
                 continue;
             };
-            let e = if self.has_pair(t, tool) {
-                strength(t)
-            } else {
-                strength(t).min(PART_OF_GLOSS)
-            } * f;
+            let e = gloss_strength(t, self.has_pair(t, tool)) * f;
             for u in [t.unit, t.unit2] {
                 if u != NO_UNIT && e > cover[u as usize - 1].0 {
                     cover[u as usize - 1] = (e, Some((t.id, t.origin, field)));

@@ -188,9 +188,6 @@ impl SearchIndex {
                     e.origin = origin;
                     (e.unit, e.unit2) = (u1, u2);
                     e.pair = gloss_pair.get();
-                } else if weight == e.weight && gloss_pair.get() == [NO_PAIR; 2] {
-                    // As strong, and a whole word this time.
-                    e.pair = [NO_PAIR; 2];
                 }
             } else if out.len() < MAX_QUERY_TERMS {
                 out.push(QueryTerm {

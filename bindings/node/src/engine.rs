@@ -114,8 +114,8 @@ fn read(env: &Env, path: &str) -> Result<Vec<u8>> {
     toolpolicy::host::read(path).map_err(|f| error::raise(env, f))
 }
 
-fn utf8(env: &Env, path: &str, bytes: Vec<u8>) -> Result<String> {
-    toolpolicy::host::utf8(path, bytes).map_err(|f| error::raise(env, f))
+fn read_text(env: &Env, path: &str) -> Result<String> {
+    toolpolicy::host::read_text(path).map_err(|f| error::raise(env, f))
 }
 
 fn registry(env: &Env, file: &str, text: &str) -> Result<Registry> {
@@ -223,11 +223,11 @@ impl Engine {
             .map_err(|e| error::policy(&env, &e))?;
         let place = PathBuf::from(&policy_path);
         attach_lock(&mut policy, Some(&place)).map_err(|e| error::policy(&env, &e))?;
-        let text = utf8(&env, &registry_path, read(&env, &registry_path)?)?;
+        let text = read_text(&env, &registry_path)?;
         let registry = registry(&env, &registry_path, &text)?;
         let skill_list = match skills_path {
             Some(path) => {
-                let text = utf8(&env, &path, read(&env, &path)?)?;
+                let text = read_text(&env, &path)?;
                 skills(&env, &path, &text)?
             }
             None => SkillList::default(),
@@ -452,11 +452,7 @@ pub fn lock_text(env: Env, tools: Unknown) -> Result<String> {
 #[cfg_attr(test, allow(dead_code))]
 pub fn read_input(env: Env, path: Unknown) -> Result<String> {
     let path = args::string(&env, &path, "path")?;
-    let text = utf8(&env, &path, read(&env, &path)?)?;
-    Ok(match toolpolicy::input::strip_bom(&text).len() {
-        n if n == text.len() => text,
-        n => text[text.len() - n..].to_string(),
-    })
+    read_text(&env, &path)
 }
 
 /// For `bench.mjs`: the same calls as its JavaScript ones, timed in Rust in

@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyCFunction, PyDict, PyTuple};
 use toolpolicy::audit::writer::AuditLog;
 use toolpolicy::explain::{explain, note_plan};
-use toolpolicy::host::{Failure, read, read_text, utf8};
+use toolpolicy::host::{Failure, read, read_text};
 use toolpolicy::{ItemRef, LoadErrors, Policy, Registry, SessionState, SkillList};
 
 use crate::args;
@@ -230,16 +230,11 @@ impl Engine {
                     Policy::from_bytes(policy_path.as_str(), &bytes).map_err(BuildError::Policy)?;
                 attach_lock(&mut policy, Some(Path::new(&policy_path)))
                     .map_err(BuildError::Policy)?;
-                let text = utf8(
-                    &registry_path,
-                    read(&registry_path).map_err(BuildError::Read)?,
-                )
-                .map_err(BuildError::Read)?;
+                let text = read_text(&registry_path).map_err(BuildError::Read)?;
                 let registry = registry(&registry_path, &text)?;
                 let skill_list = match &skills_path {
                     Some(p) => {
-                        let text = utf8(p, read(p).map_err(BuildError::Read)?)
-                            .map_err(BuildError::Read)?;
+                        let text = read_text(p).map_err(BuildError::Read)?;
                         skills(p, &text)?
                     }
                     None => SkillList::default(),
