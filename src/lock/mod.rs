@@ -49,6 +49,7 @@
 
 mod compare;
 mod file;
+mod jcs;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -147,28 +148,31 @@ pub fn definition(tool: &Tool) -> Value {
 /// verbatim) is written as `{"$number": "1e400"}` instead, so that every
 /// definition has a digest and a change of such a number still changes it.
 pub fn canonical(value: &Value) -> String {
-    match serde_json_canonicalizer::to_string(value) {
-        Ok(text) => text,
-        Err(_) => serde_json_canonicalizer::to_string(&finite(value)).unwrap_or_default(),
-    }
+    jcs::to_string(value)
 }
 
-fn finite(value: &Value) -> Value {
-    match value {
-        Value::Number(n) if n.as_f64().is_none_or(|f| !f.is_finite()) => {
-            let mut map = Map::new();
-            map.insert("$number".into(), Value::String(n.to_string()));
-            Value::Object(map)
-        }
-        Value::Array(a) => Value::Array(a.iter().map(finite).collect()),
-        Value::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), finite(v))).collect()),
-        other => other.clone(),
-    }
-}
-
-/// SHA-256 of the RFC 8785 canonical JSON of the tool's [`definition`].
+/// SHA-256 of the RFC 8785 canonical JSON of the tool's [`definition`],
+/// written straight into the hash from the tool: no copy of the
+/// definition, no text.
 pub fn digest(tool: &Tool) -> Digest {
-    Digest::of_canonical(&canonical(&definition(tool)))
+    use jcs::Member::{Json, Text};
+    let mut hash = Sha256::new();
+    // The members of `definition`, in the order JCS sorts their names.
+    jcs::sorted_members(
+        [
+            ("annotations", tool.extra.get("annotations").map(Json)),
+            (
+                "description",
+                (!tool.description.is_empty()).then_some(Text(&tool.description)),
+            ),
+            ("inputSchema", Some(Json(&tool.parameters))),
+            ("name", Some(Text(&tool.name))),
+            ("outputSchema", tool.extra.get("outputSchema").map(Json)),
+            ("title", tool.extra.get("title").map(Json)),
+        ],
+        &mut hash,
+    );
+    Digest(hash.finalize().into())
 }
 
 /// Sets [`Tool::unlocked`] on every tool of the registry for `policy`'s

@@ -577,3 +577,38 @@ fn a_lock_never_attached_unlocks_everything() {
     let s = engine.session(Context::default()).unwrap();
     assert_eq!(s.plan(&engine).unwrap().declared_len(), 0);
 }
+
+/// The digest is written straight from the tool into the hash; it must be
+/// the hash of the definition's canonical text, which a lock file keeps and
+/// checks its digests against, for every tool of the bundled registries
+/// and for the shapes a schema's numbers and names can take.
+#[test]
+fn the_direct_digest_is_the_digest_of_the_canonical_definition() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/registries");
+    let mut tools = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("the bundled registries") {
+        let text = std::fs::read_to_string(entry.expect("entry").path()).expect("readable");
+        tools.extend(
+            Registry::from_json(&text)
+                .expect("a registry")
+                .tools()
+                .to_vec(),
+        );
+    }
+    tools.push(tool(
+        serde_json::from_str(
+            r#"{"name": "odd", "title": {"é": 1, "\uffff": 2, "\ud800\udc00": 3},
+                "description": "tab\there \u2028 and a \\ slash",
+                "inputSchema": {"maximum": 1e400, "minimum": -0.0, "big": 123456789012345678901234567890},
+                "outputSchema": {"type": "object", "properties": {"n": {"const": 1.0e-7}}},
+                "annotations": {"readOnlyHint": true}}"#,
+        )
+        .expect("test JSON"),
+    ));
+    assert!(tools.len() > 20, "{} tools", tools.len());
+    for t in &tools {
+        let text = canonical(&definition(t));
+        let sha: [u8; 32] = Sha256::digest(text.as_bytes()).into();
+        assert_eq!(digest(t), Digest(sha), "{}: {text}", t.name);
+    }
+}
