@@ -447,7 +447,9 @@ fn plan(c: &mut Criterion, base: &[Tool]) {
     let mut g = c.benchmark_group("plan");
     let with_stats = |n: usize| {
         let engine = build_engine(base, n);
-        let first = engine.session(plan_context()).expect("context");
+        let first = engine
+            .session(plan_context().with_bot("turn0"))
+            .expect("context");
         let p = first.plan(&engine).expect("plan");
         eprintln!(
             "plan/{n}: {} declared, {} deferred, {} hidden, catalog {} chars, {} tokens",
@@ -470,10 +472,12 @@ fn plan(c: &mut Criterion, base: &[Tool]) {
             let engine: &Engine = if n == LARGE { &large } else { &small };
             // A first turn: a session in a context no session has asked about
             // yet, so its plan is computed, not taken from the engine's cache.
-            // The flag is one the policy never mentions: same work every time.
+            // The bot is one no block of the policy names, so `bot *` alone
+            // applies to it: same work every time. (A flag the policy never
+            // names is refused, as a likely misspelling.)
             b.iter(|| {
                 turn.set(turn.get() + 1);
-                let ctx = plan_context().with_flag(format!("turn{}", turn.get()));
+                let ctx = plan_context().with_bot(format!("turn{}", turn.get()));
                 let session = engine.session(ctx).expect("context");
                 black_box(session.plan(engine).expect("plan"))
             })
@@ -653,6 +657,29 @@ fn lock(c: &mut Criterion, base: &[Tool]) {
         let (_, _, changed, policy) = &*setup;
         let mut registry = changed.clone();
         b.iter(|| black_box(mark(&mut registry, policy)))
+    });
+    // Digesting every tool, as `mark` does: the project's own JCS writer,
+    // straight into the hash, and the crate it replaced (serialize, parse
+    // back to sort, hash the text), kept as the writer's test oracle.
+    g.bench_function("digest/10000", |b| {
+        ran("lock/digest/10000");
+        let (_, _, changed, _) = &*setup;
+        b.iter(|| {
+            for t in changed.tools() {
+                black_box(toolpolicy::lock::digest(t));
+            }
+        })
+    });
+    g.bench_function("digest_crate/10000", |b| {
+        ran("lock/digest_crate/10000");
+        let (_, _, changed, _) = &*setup;
+        b.iter(|| {
+            for t in changed.tools() {
+                let def = toolpolicy::lock::definition(t);
+                let text = serde_json_canonicalizer::to_string(&def).unwrap_or_default();
+                black_box(<sha2::Sha256 as sha2::Digest>::digest(text.as_bytes()));
+            }
+        })
     });
     g.bench_function("read/10000", |b| {
         ran("lock/read/10000");
