@@ -7,7 +7,7 @@
 //! `Mcp-Session-Id` (the initialize handshake, before 2026-07-28) and
 //! requests without a session (2026-07-28, or every request under
 //! `--stateless`). This module stands in front of it and decides what is
-//! the gateway's own, in this order, before a byte of the body is read:
+//! the gateway's own, in this order:
 //!
 //! 1. the path (`/mcp`, the protected-resource metadata, the routes other
 //!    parts add with [`Listener::route`], else 404);
@@ -15,11 +15,15 @@
 //!    credential) and `Origin` (`--allow-origin`): 403, against DNS
 //!    rebinding;
 //! 3. who is calling ([`Callers`]): 401 with its challenge;
-//! 4. a declared body over the message limit: 413 (rmcp cuts a streamed
-//!    body at the same limit, 413 too);
-//! 5. the caller's and the whole listener's share of concurrent requests:
-//!    429 and 503, never a queue;
-//! 6. the session: an ended or unknown one, or one another caller opened,
+//! 4. a declared body over the message limit: 413, before a byte of it is
+//!    read;
+//! 5. the caller's share of concurrent requests: 429, never a queue;
+//! 6. the body, read here in full: within `--body-timeout` of the head
+//!    (else 408), up to the message limit (else 413);
+//! 7. the whole listener's share of concurrent requests, taken only once
+//!    the body is in (a body that never comes holds its caller's share
+//!    alone): 503, never a queue;
+//! 8. the session: an ended or unknown one, or one another caller opened,
 //!    is 404, and the client starts a new one, as MCP says.
 //!
 //! Every MCP request then carries its [`Caller`]. A request in a session
@@ -63,6 +67,8 @@ pub const METRICS_PATH: &str = "/metrics";
 pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 /// The most bytes one request body may hold: MCP's message limit.
 pub const MAX_BODY: usize = 16 << 20;
+/// How long a request's body may take to arrive by default.
+pub const BODY_WAIT: Duration = Duration::from_secs(30);
 /// The session header, as HTTP/1.1 header names are matched (any case).
 const SESSION_HEADER: &str = "mcp-session-id";
 /// The 2026-07-28 revision names each request's method in a header.
@@ -91,6 +97,8 @@ pub struct ListenOptions {
     pub allow_hosts: Vec<String>,
     /// The most bytes one request body may hold.
     pub max_body: usize,
+    /// A request's body arrives in full within this long of its head.
+    pub body_timeout: Duration,
     /// Requests served at once, in all.
     pub max_concurrent: usize,
     /// Requests served at once for one caller.
@@ -106,6 +114,7 @@ impl Default for ListenOptions {
             allow_origins: Vec::new(),
             allow_hosts: Vec::new(),
             max_body: MAX_BODY,
+            body_timeout: BODY_WAIT,
             max_concurrent: 256,
             max_concurrent_per_caller: 32,
         }
@@ -314,6 +323,7 @@ impl Listener {
             .disable_allowed_origins()
             .with_legacy_session_mode(!options.stateless)
             .with_json_response(true)
+            // The listener has read and bounded the body already.
             .with_max_request_body_bytes(options.max_body);
         let service = StreamableHttpService::new(
             move || Ok(Handler::new(Arc::clone(&gateway))),
@@ -424,10 +434,25 @@ impl Listener {
             Some(key) => key.to_string(),
             None => format!("address:{}", remote.ip()),
         };
-        let permits = match self.permits(&key, streaming) {
-            Ok(permits) => permits,
+        let mine = match self.caller_share(&key, streaming) {
+            Ok(permit) => permit,
             Err(refusal) => return refusal.into_response(),
         };
+        let declared = declared_length(request.headers());
+        let (parts, body) = request.into_parts();
+        let body = match self.read_body(body, declared).await {
+            Ok(body) => body,
+            Err(refusal) => return refusal.into_response(),
+        };
+        let all = if streaming {
+            None
+        } else {
+            match self.listener_share() {
+                Ok(permit) => Some(permit),
+                Err(refusal) => return refusal.into_response(),
+            }
+        };
+        let request = Request::from_parts(parts, Full::new(body));
         let session = match request
             .headers()
             .get(SESSION_HEADER)
@@ -462,7 +487,7 @@ impl Listener {
             self.opened(id.into(), caller.key.clone());
         }
 
-        let held = (permits, session);
+        let held = (mine, all, session);
         response.map(|body| {
             body.map_frame(move |frame| {
                 let _held = &held;
@@ -579,10 +604,10 @@ impl Listener {
         ))
     }
 
-    /// The caller's and the listener's share of requests in flight, or the
-    /// refusal: 429 for the caller's, 503 for the whole. A stream takes a
-    /// share of the caller's streams alone.
-    fn permits(&self, key: &str, stream: bool) -> Result<Vec<OwnedSemaphorePermit>, Refusal> {
+    /// The caller's share of requests in flight (taken before its body is
+    /// read, so that bodies slow to come hold their own caller's share), or
+    /// 429. A stream takes a share of the caller's streams instead.
+    fn caller_share(&self, key: &str, stream: bool) -> Result<OwnedSemaphorePermit, Refusal> {
         let key = if stream {
             format!("streams of {key}")
         } else {
@@ -601,14 +626,7 @@ impl Listener {
                 ))
             }))
         };
-        let busy = |status, text: String| {
-            let mut refusal = Refusal::new(status, text);
-            refusal
-                .headers
-                .push((header::RETRY_AFTER, HeaderValue::from_static("1")));
-            refusal
-        };
-        let mine = mine.try_acquire_owned().map_err(|_| {
+        mine.try_acquire_owned().map_err(|_| {
             let what = if stream {
                 "streams are open"
             } else {
@@ -621,11 +639,13 @@ impl Listener {
                     self.options.max_concurrent_per_caller
                 ),
             )
-        })?;
-        if stream {
-            return Ok(vec![mine]);
-        }
-        let all = Arc::clone(&self.all).try_acquire_owned().map_err(|_| {
+        })
+    }
+
+    /// The listener's share of requests in flight, taken once the body is
+    /// in, or 503.
+    fn listener_share(&self) -> Result<OwnedSemaphorePermit, Refusal> {
+        Arc::clone(&self.all).try_acquire_owned().map_err(|_| {
             busy(
                 StatusCode::SERVICE_UNAVAILABLE,
                 format!(
@@ -633,8 +653,67 @@ impl Listener {
                     self.options.max_concurrent
                 ),
             )
-        })?;
-        Ok(vec![mine, all])
+        })
+    }
+
+    /// A request's body, read in full within `--body-timeout` and up to the
+    /// message limit, or the refusal: 408 and 413, and the connection
+    /// closes (the rest of the body is never read).
+    async fn read_body<B>(&self, body: B, declared: Option<u64>) -> Result<Bytes, Refusal>
+    where
+        B: hyper::body::Body,
+        B::Error: std::fmt::Display,
+    {
+        use bytes::{Buf as _, BufMut as _};
+        let limit = self.options.max_body;
+        // A declared length is within the limit (checked before): the
+        // buffer is made once, at its size.
+        let size = declared.map_or(0, |n| usize::try_from(n).unwrap_or(limit).min(limit));
+        let mut collected = bytes::BytesMut::with_capacity(size);
+        let read = async {
+            let mut body = std::pin::pin!(body);
+            while let Some(frame) = body.frame().await {
+                let frame = frame.map_err(|e| {
+                    Refusal::new(
+                        StatusCode::BAD_REQUEST,
+                        format!("bad request: the body could not be read: {e}"),
+                    )
+                })?;
+                let Ok(data) = frame.into_data() else {
+                    continue;
+                };
+                if data.remaining() > limit - collected.len() {
+                    return Err(Refusal::new(
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        format!(
+                            "payload too large: the body is over the {limit} bytes limit for one MCP message"
+                        ),
+                    ));
+                }
+                collected.put(data);
+            }
+            Ok(())
+        };
+        let wait = self.options.body_timeout;
+        let read = match tokio::time::timeout(wait, read).await {
+            Ok(read) => read,
+            Err(_) => Err(Refusal::new(
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "request timeout: the body did not arrive in full within {} s of the request's head (`--body-timeout`)",
+                    seconds(wait)
+                ),
+            )),
+        };
+        match read {
+            Ok(()) => Ok(collected.freeze()),
+            Err(mut refusal) => {
+                refusal
+                    .headers
+                    .push((header::CONNECTION, HeaderValue::from_static("close")));
+                Err(refusal)
+            }
+        }
     }
 
     /// A request enters session `id`: `None` when it is not open, or is
@@ -798,6 +877,20 @@ impl Drop for InSession {
             }
         }
     }
+}
+
+/// A refusal for a share that is taken: the client retries in a second.
+fn busy(status: StatusCode, text: String) -> Refusal {
+    let mut refusal = Refusal::new(status, text);
+    refusal
+        .headers
+        .push((header::RETRY_AFTER, HeaderValue::from_static("1")));
+    refusal
+}
+
+/// A duration as a number of seconds, as the flags take it (`30`, `0.5`).
+fn seconds(d: Duration) -> String {
+    d.as_secs_f64().to_string()
 }
 
 /// The body length a request declares, when it declares one.

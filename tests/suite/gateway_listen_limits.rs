@@ -1,0 +1,141 @@
+//! `policy gateway --listen` against callers that try to take more than
+//! their part: bodies that never arrive. Raw HTTP/1.1 over
+//! loopback, as in `gateway_listen.rs`; every wait has a deadline.
+
+use std::io::Write;
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::gateway_listen::{Listening, read_answer, stateless, stateless_list};
+use super::gateway_support::*;
+
+const POLICY: &str = "\
+guard fx__echo
+Hide(fx__secret)
+Defer(*)
+";
+
+const TOOLS: &str = "echo,secret,pid,slow";
+
+const ALICE: &str = "alice-token-0123456789";
+const MALLORY: &str = "mallory-token-0123456789";
+const TOKENS: &[(&str, &str)] = &[("ALICE_TOKEN", ALICE), ("MALLORY_TOKEN", MALLORY)];
+
+fn two_callers() -> Value {
+    json!({"clients": {
+        "alice": {"token": "${ALICE_TOKEN}"},
+        "mallory": {"token": "${MALLORY_TOKEN}"}},
+        "authorization_servers": ["https://id.example.com"]})
+}
+
+fn bearer(token: &str) -> String {
+    format!("Bearer {token}")
+}
+
+/// Sends a request's head and the first byte of the body it declares,
+/// and no more: the connection waits for the rest.
+fn start_slow_body(addr: &str, token: &str) -> TcpStream {
+    let stream = TcpStream::connect(addr).unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\n\
+         Authorization: Bearer {token}\r\nContent-Length: 1000\r\n\r\n{{"
+    );
+    stream
+        .try_clone()
+        .unwrap()
+        .write_all(head.as_bytes())
+        .unwrap();
+    stream
+}
+
+/// Retries `request` until it gets `status` (true) or the deadline passes.
+fn until_status(status: u16, mut request: impl FnMut() -> u16) -> bool {
+    let until = Instant::now() + DEADLINE;
+    while Instant::now() < until {
+        if request() == status {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+/// Bodies that never arrive hold their caller's share of requests, not the
+/// listener's: another caller is served beside them.
+#[test]
+fn bodies_that_never_arrive_hold_no_share_of_other_callers() {
+    let l = Listening::with_clients(
+        POLICY,
+        &two_callers(),
+        TOKENS,
+        &["--max-concurrent", "2", "--max-concurrent-per-caller", "2"],
+    );
+    let mallory = bearer(MALLORY);
+    let alice = bearer(ALICE);
+    let as_mallory = [("Authorization", mallory.as_str())];
+    let as_alice = [("Authorization", alice.as_str())];
+    let _held: Vec<TcpStream> = (0..2).map(|_| start_slow_body(&l.addr, MALLORY)).collect();
+    // Mallory's share is taken by the two bodies: the listener has read
+    // their heads.
+    assert!(
+        until_status(429, || stateless(
+            &l.addr,
+            &as_mallory,
+            "tools/list",
+            json!({})
+        )
+        .status),
+        "{}",
+        l.gw.stderr()
+    );
+    let answer = stateless(&l.addr, &as_alice, "tools/list", json!({}));
+    assert_eq!(answer.status, 200, "{answer:?}");
+    assert_eq!(stateless_list(&l.addr, &as_alice).len(), 3);
+}
+
+/// A body must arrive in full within `--body-timeout` of its head, however
+/// it is sent: one byte and then nothing, or a byte now and then. Past it
+/// the request gets 408, and its caller's share is back.
+#[test]
+fn a_body_slower_than_the_body_timeout_gets_408_and_frees_its_share() {
+    let l = Listening::with_clients(
+        POLICY,
+        &two_callers(),
+        TOKENS,
+        &["--max-concurrent-per-caller", "2", "--body-timeout", "1"],
+    );
+    let started = Instant::now();
+    let stalled = start_slow_body(&l.addr, MALLORY);
+    let dripping = start_slow_body(&l.addr, MALLORY);
+    let mut writer = dripping.try_clone().unwrap();
+    let drip = std::thread::spawn(move || {
+        // A byte every 100 ms for up to the whole deadline: never a pause
+        // long enough for a per-read wait to end it.
+        let until = Instant::now() + DEADLINE;
+        while Instant::now() < until && writer.write_all(b" ").is_ok() {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    for stream in [stalled, dripping] {
+        let answer = read_answer(stream);
+        let waited = started.elapsed();
+        assert_eq!(answer.status, 408, "{answer:?}");
+        assert!(
+            answer.body.contains("did not arrive in full within 1 s"),
+            "{answer:?}"
+        );
+        assert_eq!(answer.header("connection"), Some("close"), "{answer:?}");
+        assert!(waited >= Duration::from_millis(900), "{waited:?}");
+        assert!(waited < DEADLINE, "{waited:?}");
+    }
+    drip.join().unwrap();
+    // Both of Mallory's shares are back.
+    let mallory = bearer(MALLORY);
+    let as_mallory = [("Authorization", mallory.as_str())];
+    assert_eq!(stateless_list(&l.addr, &as_mallory).len(), 3);
+    assert_eq!(stateless_list(&l.addr, &as_mallory).len(), 3);
+}
