@@ -19,7 +19,10 @@
 //!    read;
 //! 5. the caller's share of concurrent requests: 429, never a queue;
 //! 6. the body, read here in full: within `--body-timeout` of the head
-//!    (else 408), up to the message limit (else 413);
+//!    (else 408), up to the message limit (else 413), and holding at most
+//!    [`MAX_VALUES`] JSON values, counted in one pass that allocates
+//!    nothing (else 413): rmcp's parse costs a few hundred bytes per value,
+//!    so a body of tiny values would cost over a hundred times its size;
 //! 7. the whole listener's share of concurrent requests, taken only once
 //!    the body is in (a body that never comes holds its caller's share
 //!    alone): 503, never a queue;
@@ -67,6 +70,9 @@ pub const METRICS_PATH: &str = "/metrics";
 pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 /// The most bytes one request body may hold: MCP's message limit.
 pub const MAX_BODY: usize = 16 << 20;
+/// The most JSON values one request body may hold, object keys counted:
+/// a body at the bound adds about 40 MiB to the gateway however it is made.
+pub const MAX_VALUES: usize = 1 << 17;
 /// How long a request's body may take to arrive by default.
 pub const BODY_WAIT: Duration = Duration::from_secs(30);
 /// The session header, as HTTP/1.1 header names are matched (any case).
@@ -97,6 +103,8 @@ pub struct ListenOptions {
     pub allow_hosts: Vec<String>,
     /// The most bytes one request body may hold.
     pub max_body: usize,
+    /// The most JSON values (object keys counted) one request body may hold.
+    pub max_values: usize,
     /// A request's body arrives in full within this long of its head.
     pub body_timeout: Duration,
     /// Requests served at once, in all.
@@ -114,6 +122,7 @@ impl Default for ListenOptions {
             allow_origins: Vec::new(),
             allow_hosts: Vec::new(),
             max_body: MAX_BODY,
+            max_values: MAX_VALUES,
             body_timeout: BODY_WAIT,
             max_concurrent: 256,
             max_concurrent_per_caller: 32,
@@ -444,6 +453,9 @@ impl Listener {
             Ok(body) => body,
             Err(refusal) => return refusal.into_response(),
         };
+        if let Err(refusal) = self.check_values(&body) {
+            return refusal.into_response();
+        }
         let all = if streaming {
             None
         } else {
@@ -716,6 +728,23 @@ impl Listener {
         }
     }
 
+    /// At most `max_values` JSON values in `body`, or 413: counted before
+    /// rmcp parses it, since its parse costs a few hundred bytes and a
+    /// microsecond per value, on the runtime's only thread.
+    fn check_values(&self, body: &[u8]) -> Result<(), Refusal> {
+        let max = self.options.max_values;
+        if json_values(body, max) <= max {
+            return Ok(());
+        }
+        Err(Refusal::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "payload too large: the body holds more than {max} JSON values (object keys counted), \
+                 the most one MCP message may hold here"
+            ),
+        ))
+    }
+
     /// A request enters session `id`: `None` when it is not open, or is
     /// another caller's. While the returned guard lives the session is busy
     /// (for a request, not a stream) and never idle.
@@ -891,6 +920,55 @@ fn busy(status: StatusCode, text: String) -> Refusal {
 /// A duration as a number of seconds, as the flags take it (`30`, `0.5`).
 fn seconds(d: Duration) -> String {
     d.as_secs_f64().to_string()
+}
+
+/// How many JSON values `body` holds, object keys counted, as its bytes
+/// show them without a parse: each string (skipped whole), array, object
+/// and scalar counts one. Exact for JSON; what is not JSON is rmcp's to
+/// refuse. The count stops past `max`.
+fn json_values(body: &[u8], max: usize) -> usize {
+    let mut count = 0;
+    let mut in_scalar = false;
+    let mut i = 0;
+    while i < body.len() {
+        match body[i] {
+            b'"' => {
+                count += 1;
+                in_scalar = false;
+                i += 1;
+                // To the closing quote, over escaped characters.
+                loop {
+                    match memchr::memchr2(b'"', b'\\', body.get(i..).unwrap_or_default()) {
+                        Some(at) if body[i + at] == b'\\' => i += at + 2,
+                        Some(at) => {
+                            i += at;
+                            break;
+                        }
+                        None => {
+                            i = body.len();
+                            break;
+                        }
+                    }
+                }
+            }
+            b'[' | b'{' => {
+                count += 1;
+                in_scalar = false;
+            }
+            b']' | b'}' | b',' | b':' | b' ' | b'\t' | b'\n' | b'\r' => in_scalar = false,
+            _ => {
+                if !in_scalar {
+                    count += 1;
+                    in_scalar = true;
+                }
+            }
+        }
+        if count > max {
+            break;
+        }
+        i += 1;
+    }
+    count
 }
 
 /// The body length a request declares, when it declares one.
@@ -1143,6 +1221,23 @@ mod tests {
         let mcp = listener.handle(get("/mcp"), remote).await;
         assert_ne!(mcp.status(), StatusCode::OK);
         assert_ne!(mcp.status(), StatusCode::NOT_FOUND);
+    }
+
+    #[test]
+    fn json_values_are_counted_without_a_parse() {
+        let count = |text: &str| json_values(text.as_bytes(), 1000);
+        assert_eq!(count(r#"{"a": [0, -1.5e3, true, null, "x"]}"#), 8);
+        // Brackets, commas and quotes inside strings are the string's.
+        assert_eq!(count(r#"["a\"b,[{", "\\", "c:}"]"#), 4);
+        assert_eq!(count(" [ 1 ,\n2\t]\r\n"), 3);
+        assert_eq!(count("{}"), 1);
+        assert_eq!(count(""), 0);
+        // Not JSON: a count all the same, and no panic.
+        for broken in [r#"["abc"#, "\"\\", "[1 2", "\\", "]]]"] {
+            assert!(count(broken) <= broken.len(), "{broken}");
+        }
+        // Counting stops past the bound.
+        assert_eq!(json_values(b"[0,0,0,0,0,0]", 2), 3);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! `policy gateway --listen` against callers that try to take more than
-//! their part: bodies that never arrive. Raw HTTP/1.1 over
+//! their part: bodies that never arrive, requests of millions of tiny JSON
+//! values. Raw HTTP/1.1 over
 //! loopback, as in `gateway_listen.rs`; every wait has a deadline.
 
 use std::io::Write;
@@ -8,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::gateway_listen::{Listening, read_answer, stateless, stateless_list};
+use super::gateway_listen::{Listening, read_answer, send, stateless, stateless_list};
 use super::gateway_support::*;
 
 const POLICY: &str = "\
@@ -138,4 +139,95 @@ fn a_body_slower_than_the_body_timeout_gets_408_and_frees_its_share() {
     let as_mallory = [("Authorization", mallory.as_str())];
     assert_eq!(stateless_list(&l.addr, &as_mallory).len(), 3);
     assert_eq!(stateless_list(&l.addr, &as_mallory).len(), 3);
+}
+
+/// The gateway's peak resident set in KiB (Linux only).
+fn peak_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// A 2026-07-28 `tools/call` of `call_tool` whose inner arguments are
+/// `arguments`, as raw JSON.
+fn call_with(addr: &str, tool: &str, arguments: &str) -> super::gateway_listen::Answer {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"call_tool","arguments":{{"name":"{tool}","arguments":{arguments}}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}},"io.modelcontextprotocol/clientInfo":{{"name":"suite","version":"1"}}}}}}}}"#
+    );
+    let headers = [
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "call_tool"),
+    ];
+    send(addr, "POST", &headers, &body)
+}
+
+/// A body of millions of tiny JSON values (`[0,0,0,...]`) would cost the
+/// gateway hundreds of bytes of memory for each two bytes sent, and the
+/// runtime's thread seconds of parsing: it is refused with 413 after one
+/// cheap pass. What stays within the bound, many values or few large ones,
+/// is served at a small multiple of its size, and other callers are
+/// answered meanwhile.
+#[test]
+fn a_body_of_many_tiny_values_costs_a_small_multiple_of_its_size() {
+    let l = Listening::start(POLICY, TOOLS, &[], &[]);
+    let Some(pid) = l.gw.pid().filter(|&pid| peak_kib(pid).is_some()) else {
+        eprintln!("skipped: no /proc to read the gateway's peak resident set from");
+        return;
+    };
+    assert_eq!(stateless_list(&l.addr, &[]).len(), 3);
+    let before = peak_kib(pid).unwrap();
+
+    // 4 MiB of zeros: two million values.
+    let zeros = format!(r#"{{"a":[{}]}}"#, vec!["0"; 2 << 20].join(","));
+    let addr = l.addr.clone();
+    let other = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(50));
+        let started = Instant::now();
+        let list = stateless_list(&addr, &[]);
+        (list.len(), started.elapsed())
+    });
+    let started = Instant::now();
+    let refused = call_with(&l.addr, "fx__pid", &zeros);
+    let took = started.elapsed();
+    let (listed, waited) = other.join().unwrap();
+    assert_eq!(refused.status, 413, "{:?}", refused.status);
+    assert!(
+        refused.body.contains("more than 131072 JSON values"),
+        "{}",
+        refused.body
+    );
+    assert_eq!(listed, 3);
+    let after_zeros = peak_kib(pid).unwrap();
+    eprintln!(
+        "4 MiB of zeros refused in {took:?}; another caller answered in {waited:?}; \
+         peak {before} KiB before, {after_zeros} KiB after"
+    );
+
+    // Under the bound: 100,000 values, and 15 MiB in 1,000 strings.
+    let many = format!(r#"{{"a":[{}]}}"#, vec!["0"; 100_000].join(","));
+    let answer = call_with(&l.addr, "fx__pid", &many);
+    assert_eq!(answer.status, 200, "{:?}", answer.status);
+    let long = format!(
+        r#"{{"a":[{}]}}"#,
+        vec![format!("\"{}\"", "x".repeat(15 << 10)); 1000].join(",")
+    );
+    let answer = call_with(&l.addr, "fx__pid", &long);
+    assert_eq!(answer.status, 200, "{:?}", answer.status);
+    let after = peak_kib(pid).unwrap();
+    eprintln!(
+        "100,000 values and 15 MiB of strings served: peak {after} KiB (+{} KiB)",
+        after.saturating_sub(before)
+    );
+    assert!(
+        after_zeros < before + 16 * 1024,
+        "refusing 4 MiB of zeros took the peak from {before} KiB to {after_zeros} KiB"
+    );
+    assert!(
+        after < before + 128 * 1024,
+        "requests within the bounds took the peak from {before} KiB to {after} KiB"
+    );
+    // Generous for a debug build on a loaded machine; an unbounded parse
+    // of the zeros alone takes several seconds there.
+    assert!(waited < Duration::from_secs(5), "{waited:?}");
 }

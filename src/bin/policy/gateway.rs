@@ -159,6 +159,7 @@ impl ListenArgs {
             allow_origins: self.allow_origins.clone(),
             allow_hosts: self.allow_hosts.clone(),
             max_body: gateway::listen::MAX_BODY,
+            max_values: gateway::listen::MAX_VALUES,
             body_timeout: seconds("body-timeout", self.body_timeout)?,
             max_concurrent: positive("max-concurrent", self.max_concurrent)?,
             max_concurrent_per_caller: positive(
