@@ -93,7 +93,8 @@ pub struct ListenOptions {
     pub stateless: bool,
     /// A session with no request for this long ends.
     pub session_idle: Duration,
-    /// The most sessions open at once; past it the longest idle ends.
+    /// The most sessions open at once, shared between callers: past it a
+    /// caller over its share loses its own longest idle one (`to_end`).
     pub max_sessions: usize,
     /// Origins a browser may call from (`scheme://host[:port]`); a request
     /// with another `Origin` is refused. Requests without one pass.
@@ -297,6 +298,9 @@ fn plain(status: StatusCode, text: impl Into<String>) -> Response<Body> {
 struct Open {
     /// The caller who opened it; only they may use it.
     owner: Option<Arc<str>>,
+    /// The caller whose share of `--max-sessions` it takes: the owner, or
+    /// the client's address where callers are not named.
+    share: Arc<str>,
     /// When its last request ended (or began, while `busy`).
     last: Instant,
     /// Requests of it in flight: a busy session is never idle.
@@ -496,7 +500,7 @@ impl Listener {
                 .get(SESSION_HEADER)
                 .and_then(|v| v.to_str().ok())
         {
-            self.opened(id.into(), caller.key.clone());
+            self.opened(id.into(), caller.key.clone(), key.into());
         }
 
         let held = (mine, all, session);
@@ -765,40 +769,34 @@ impl Listener {
         })
     }
 
-    /// rmcp opened session `id` for `owner`; past `--max-sessions` the
-    /// longest idle others end.
-    fn opened(self: &Arc<Self>, id: Arc<str>, owner: Option<Arc<str>>) {
+    /// rmcp opened session `id` for `owner`, in the share of caller
+    /// `share`; past `--max-sessions` others end, as [`to_end`] picks them.
+    fn opened(self: &Arc<Self>, id: Arc<str>, owner: Option<Arc<str>>, share: Arc<str>) {
         let mut sessions = lock(&self.sessions);
         sessions.insert(
             Arc::clone(&id),
             Open {
                 owner,
+                share: Arc::clone(&share),
                 last: Instant::now(),
                 busy: 0,
             },
         );
-        let over = sessions
-            .len()
-            .saturating_sub(self.options.max_sessions.max(1));
-        if over == 0 {
-            return;
-        }
-        let mut idle: Vec<(Instant, Arc<str>)> = sessions
-            .iter()
-            .filter(|(k, o)| o.busy == 0 && **k != id)
-            .map(|(k, o)| (o.last, Arc::clone(k)))
-            .collect();
-        idle.sort();
-        let ending: Vec<Arc<str>> = idle.into_iter().take(over).map(|(_, k)| k).collect();
-        for k in &ending {
-            sessions.remove(k);
+        let max = self.options.max_sessions.max(1);
+        let mut ending = Vec::new();
+        while sessions.len() > max {
+            let Some(k) = to_end(&sessions, &id, &share, max) else {
+                break;
+            };
+            sessions.remove(&k);
+            ending.push(k);
         }
         drop(sessions);
         if !ending.is_empty() {
             log!(
-                "note: {} sessions open, over `--max-sessions` {}: ending the longest idle",
-                self.options.max_sessions + ending.len(),
-                self.options.max_sessions
+                "note: {} sessions open, over `--max-sessions` {}: ending the longest idle of a caller over its share",
+                max + ending.len(),
+                max
             );
         }
         self.end(ending);
@@ -906,6 +904,41 @@ impl Drop for InSession {
             }
         }
     }
+}
+
+/// The session to end when the sessions are over `max`, caller `asker`
+/// having opened session `new`: each caller's share is `max` divided by the
+/// callers holding sessions. A caller over its share loses its own longest
+/// idle session; one within it ends the longest idle session of the caller
+/// holding the most (who is over its share, since the whole is over). A
+/// session serving a request, and the new one, are never ended: `None`
+/// when there is no other to end.
+fn to_end(
+    sessions: &HashMap<Arc<str>, Open>,
+    new: &str,
+    asker: &str,
+    max: usize,
+) -> Option<Arc<str>> {
+    let mut held: HashMap<&str, usize> = HashMap::new();
+    for open in sessions.values() {
+        *held.entry(&*open.share).or_default() += 1;
+    }
+    let share = (max / held.len().max(1)).max(1);
+    let longest_idle = |caller: &str| {
+        sessions
+            .iter()
+            .filter(|(k, o)| o.busy == 0 && &***k != new && &*o.share == caller)
+            .min_by_key(|(_, o)| o.last)
+            .map(|(k, _)| Arc::clone(k))
+    };
+    if held.get(asker).copied().unwrap_or(0) > share {
+        return longest_idle(asker);
+    }
+    let mut over: Vec<(&str, usize)> = held.into_iter().filter(|&(_, n)| n > share).collect();
+    // The most first; between equals, in a fixed order.
+    over.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    over.into_iter()
+        .find_map(|(caller, _)| longest_idle(caller))
 }
 
 /// A refusal for a share that is taken: the client retries in a second.
@@ -1238,6 +1271,56 @@ mod tests {
         }
         // Counting stops past the bound.
         assert_eq!(json_values(b"[0,0,0,0,0,0]", 2), 3);
+    }
+
+    fn open(share: &str, idle_ms: u64, busy: u32) -> Open {
+        Open {
+            owner: Some(share.into()),
+            share: share.into(),
+            last: Instant::now() - Duration::from_millis(idle_ms),
+            busy,
+        }
+    }
+
+    /// Past the bound, a caller over its share loses its own longest idle
+    /// session, and one within it ends the longest idle of whoever holds
+    /// the most; a busy session is never ended, and a caller over its
+    /// share never ends another's.
+    #[test]
+    fn past_the_bound_the_session_to_end_is_of_a_caller_over_its_share() {
+        let sessions = |list: &[(&str, &str, u64, u32)]| -> HashMap<Arc<str>, Open> {
+            list.iter()
+                .map(|&(id, who, idle, busy)| (Arc::from(id), open(who, idle, busy)))
+                .collect()
+        };
+        // Bob holds three of four, Alice opens her first: Bob's longest idle.
+        let s = sessions(&[
+            ("b1", "bob", 300, 0),
+            ("b2", "bob", 200, 0),
+            ("b3", "bob", 100, 0),
+            ("b4", "bob", 900, 1),
+            ("a1", "alice", 0, 0),
+        ]);
+        assert_eq!(to_end(&s, "a1", "alice", 4).as_deref(), Some("b1"));
+        // Alice within her share, though her session is the longest idle.
+        let s = sessions(&[
+            ("a1", "alice", 900, 0),
+            ("b1", "bob", 100, 0),
+            ("b2", "bob", 200, 0),
+            ("b3", "bob", 0, 0),
+        ]);
+        assert_eq!(to_end(&s, "b3", "bob", 3).as_deref(), Some("b2"));
+        // Bob over his share with only busy sessions: none of Alice's ends.
+        let s = sessions(&[
+            ("a1", "alice", 900, 0),
+            ("b1", "bob", 100, 1),
+            ("b2", "bob", 200, 1),
+            ("b3", "bob", 0, 0),
+        ]);
+        assert_eq!(to_end(&s, "b3", "bob", 3), None);
+        // One caller alone: its own longest idle, as before there were shares.
+        let s = sessions(&[("x1", "x", 500, 0), ("x2", "x", 900, 0), ("x3", "x", 0, 0)]);
+        assert_eq!(to_end(&s, "x3", "x", 2).as_deref(), Some("x2"));
     }
 
     #[test]

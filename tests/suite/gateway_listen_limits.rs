@@ -1,6 +1,6 @@
 //! `policy gateway --listen` against callers that try to take more than
 //! their part: bodies that never arrive, requests of millions of tiny JSON
-//! values. Raw HTTP/1.1 over
+//! values, one caller opening session after session. Raw HTTP/1.1 over
 //! loopback, as in `gateway_listen.rs`; every wait has a deadline.
 
 use std::io::Write;
@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::gateway_listen::{Listening, read_answer, send, stateless, stateless_list};
+use super::gateway_listen::{Listening, Session, read_answer, send, stateless, stateless_list};
 use super::gateway_support::*;
 
 const POLICY: &str = "\
@@ -230,4 +230,57 @@ fn a_body_of_many_tiny_values_costs_a_small_multiple_of_its_size() {
     // Generous for a debug build on a loaded machine; an unbounded parse
     // of the zeros alone takes several seconds there.
     assert!(waited < Duration::from_secs(5), "{waited:?}");
+}
+
+/// `--max-sessions` is shared between callers: one opening session after
+/// session ends its own longest idle ones, not another caller's.
+#[test]
+fn past_max_sessions_a_caller_over_its_share_loses_its_own_sessions() {
+    let l = Listening::with_clients(POLICY, &two_callers(), TOKENS, &["--max-sessions", "4"]);
+    let mallory = bearer(MALLORY);
+    let alice = bearer(ALICE);
+    let as_mallory = [("Authorization", mallory.as_str())];
+    let as_alice = [("Authorization", alice.as_str())];
+    let pause = || std::thread::sleep(Duration::from_millis(20));
+    let status = |s: &mut Session| s.request("tools/list", json!({})).status;
+
+    // Alone, Mallory may fill the pool.
+    let mut m: Vec<Session> = (0..4)
+        .map(|_| {
+            pause();
+            Session::open_with(&l.addr, &as_mallory)
+        })
+        .collect();
+    // Alice within her share (half of 4): each of her sessions ends
+    // Mallory's longest idle one.
+    pause();
+    let mut a1 = Session::open_with(&l.addr, &as_alice);
+    pause();
+    let mut a2 = Session::open_with(&l.addr, &as_alice);
+    assert_eq!(status(&mut m[0]), 404);
+    assert_eq!(status(&mut m[1]), 404);
+    // Mallory's two left are used; Alice's are now the longest idle.
+    pause();
+    assert_eq!(status(&mut m[2]), 200);
+    assert_eq!(status(&mut m[3]), 200);
+    // Mallory at her share opens more: her own longest idle end, never
+    // Alice's.
+    for _ in 0..4 {
+        pause();
+        m.push(Session::open_with(&l.addr, &as_mallory));
+    }
+    assert_eq!(status(&mut a1), 200);
+    assert_eq!(status(&mut a2), 200);
+    for (i, s) in m.iter_mut().enumerate() {
+        let expected = if i >= 6 { 200 } else { 404 };
+        assert_eq!(status(s), expected, "Mallory's session {i}");
+    }
+    // Over her share, Alice ends her own longest idle session too.
+    pause();
+    let mut a3 = Session::open_with(&l.addr, &as_alice);
+    assert_eq!(status(&mut a1), 404);
+    assert_eq!(status(&mut a2), 200);
+    assert_eq!(status(&mut a3), 200);
+    assert_eq!(status(&mut m[6]), 200);
+    assert_eq!(status(&mut m[7]), 200);
 }

@@ -105,7 +105,8 @@ struct ListenArgs {
         requires = "listen"
     )]
     session_idle: f64,
-    /// The most sessions open at once; past it the longest idle ends
+    /// The most sessions open at once, shared between callers; past it a
+    /// caller over its share loses its own longest idle session
     #[arg(long, value_name = "N", default_value_t = 1000, requires = "listen")]
     max_sessions: usize,
     /// Seconds a request's body may take to arrive in full after its head;
