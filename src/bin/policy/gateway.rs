@@ -1,8 +1,8 @@
 //! `policy gateway --policy F --servers F [--mode M] [--bot B] [--flag X]... [--grant SEL]...
 //! [--exposure call|list-changed] [--call-tool NAME] [--call-timeout SECS]
 //! [--start-timeout SECS] [--dry-run [--format human|json]]
-//! [--listen HOST:PORT [--stateless] [--session-idle SECS] [--max-sessions N] [--body-timeout SECS]
-//! [--allow-origin O]... [--allow-host H]... [--max-concurrent N]
+//! [--listen HOST:PORT [--stateless] [--session-idle SECS] [--max-sessions N]
+//! [--body-timeout SECS] [--allow-origin O]... [--allow-host H]... [--max-concurrent N]
 //! [--max-concurrent-per-caller N]]`
 //!
 //! Everything is checked before anything is served: a policy error exits 1,
