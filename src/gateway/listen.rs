@@ -7,7 +7,7 @@
 //! `Mcp-Session-Id` (the initialize handshake, before 2026-07-28) and
 //! requests without a session (2026-07-28, or every request under
 //! `--stateless`). This module stands in front of it and decides what is
-//! the gateway's own, in this order, before a byte of the body is read:
+//! the gateway's own, in this order:
 //!
 //! 1. the path (`/mcp`, the protected-resource metadata, the routes other
 //!    parts add with [`Listener::route`], else 404);
@@ -15,11 +15,18 @@
 //!    credential) and `Origin` (`--allow-origin`): 403, against DNS
 //!    rebinding;
 //! 3. who is calling ([`Callers`]): 401 with its challenge;
-//! 4. a declared body over the message limit: 413 (rmcp cuts a streamed
-//!    body at the same limit, 413 too);
-//! 5. the caller's and the whole listener's share of concurrent requests:
-//!    429 and 503, never a queue;
-//! 6. the session: an ended or unknown one, or one another caller opened,
+//! 4. a declared body over the message limit: 413, before a byte of it is
+//!    read;
+//! 5. the caller's share of concurrent requests: 429, never a queue;
+//! 6. the body, read here in full: within `--body-timeout` of the head
+//!    (else 408), up to the message limit (else 413), and holding at most
+//!    [`MAX_VALUES`] JSON values, counted in one pass that allocates
+//!    nothing (else 413): rmcp's parse costs a few hundred bytes per value,
+//!    so a body of tiny values would cost over a hundred times its size;
+//! 7. the whole listener's share of concurrent requests, taken only once
+//!    the body is in (a body that never comes holds its caller's share
+//!    alone): 503, never a queue;
+//! 8. the session: an ended or unknown one, or one another caller opened,
 //!    is 404, and the client starts a new one, as MCP says.
 //!
 //! Every MCP request then carries its [`Caller`]. A request in a session
@@ -63,6 +70,11 @@ pub const METRICS_PATH: &str = "/metrics";
 pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 /// The most bytes one request body may hold: MCP's message limit.
 pub const MAX_BODY: usize = 16 << 20;
+/// The most JSON values one request body may hold, object keys counted:
+/// a body at the bound adds about 40 MiB to the gateway however it is made.
+pub const MAX_VALUES: usize = 1 << 17;
+/// How long a request's body may take to arrive by default.
+pub const BODY_WAIT: Duration = Duration::from_secs(30);
 /// The session header, as HTTP/1.1 header names are matched (any case).
 const SESSION_HEADER: &str = "mcp-session-id";
 /// The 2026-07-28 revision names each request's method in a header.
@@ -81,7 +93,8 @@ pub struct ListenOptions {
     pub stateless: bool,
     /// A session with no request for this long ends.
     pub session_idle: Duration,
-    /// The most sessions open at once; past it the longest idle ends.
+    /// The most sessions open at once, shared between callers: past it a
+    /// caller over its share loses its own longest idle one (`to_end`).
     pub max_sessions: usize,
     /// Origins a browser may call from (`scheme://host[:port]`); a request
     /// with another `Origin` is refused. Requests without one pass.
@@ -91,6 +104,10 @@ pub struct ListenOptions {
     pub allow_hosts: Vec<String>,
     /// The most bytes one request body may hold.
     pub max_body: usize,
+    /// The most JSON values (object keys counted) one request body may hold.
+    pub max_values: usize,
+    /// A request's body arrives in full within this long of its head.
+    pub body_timeout: Duration,
     /// Requests served at once, in all.
     pub max_concurrent: usize,
     /// Requests served at once for one caller.
@@ -106,6 +123,8 @@ impl Default for ListenOptions {
             allow_origins: Vec::new(),
             allow_hosts: Vec::new(),
             max_body: MAX_BODY,
+            max_values: MAX_VALUES,
+            body_timeout: BODY_WAIT,
             max_concurrent: 256,
             max_concurrent_per_caller: 32,
         }
@@ -279,6 +298,9 @@ fn plain(status: StatusCode, text: impl Into<String>) -> Response<Body> {
 struct Open {
     /// The caller who opened it; only they may use it.
     owner: Option<Arc<str>>,
+    /// The caller whose share of `--max-sessions` it takes: the owner, or
+    /// the client's address where callers are not named.
+    share: Arc<str>,
     /// When its last request ended (or began, while `busy`).
     last: Instant,
     /// Requests of it in flight: a busy session is never idle.
@@ -314,6 +336,7 @@ impl Listener {
             .disable_allowed_origins()
             .with_legacy_session_mode(!options.stateless)
             .with_json_response(true)
+            // The listener has read and bounded the body already.
             .with_max_request_body_bytes(options.max_body);
         let service = StreamableHttpService::new(
             move || Ok(Handler::new(Arc::clone(&gateway))),
@@ -424,10 +447,28 @@ impl Listener {
             Some(key) => key.to_string(),
             None => format!("address:{}", remote.ip()),
         };
-        let permits = match self.permits(&key, streaming) {
-            Ok(permits) => permits,
+        let mine = match self.caller_share(&key, streaming) {
+            Ok(permit) => permit,
             Err(refusal) => return refusal.into_response(),
         };
+        let declared = declared_length(request.headers());
+        let (parts, body) = request.into_parts();
+        let body = match self.read_body(body, declared).await {
+            Ok(body) => body,
+            Err(refusal) => return refusal.into_response(),
+        };
+        if let Err(refusal) = self.check_values(&body) {
+            return refusal.into_response();
+        }
+        let all = if streaming {
+            None
+        } else {
+            match self.listener_share() {
+                Ok(permit) => Some(permit),
+                Err(refusal) => return refusal.into_response(),
+            }
+        };
+        let request = Request::from_parts(parts, Full::new(body));
         let session = match request
             .headers()
             .get(SESSION_HEADER)
@@ -459,10 +500,10 @@ impl Listener {
                 .get(SESSION_HEADER)
                 .and_then(|v| v.to_str().ok())
         {
-            self.opened(id.into(), caller.key.clone());
+            self.opened(id.into(), caller.key.clone(), key.into());
         }
 
-        let held = (permits, session);
+        let held = (mine, all, session);
         response.map(|body| {
             body.map_frame(move |frame| {
                 let _held = &held;
@@ -579,10 +620,10 @@ impl Listener {
         ))
     }
 
-    /// The caller's and the listener's share of requests in flight, or the
-    /// refusal: 429 for the caller's, 503 for the whole. A stream takes a
-    /// share of the caller's streams alone.
-    fn permits(&self, key: &str, stream: bool) -> Result<Vec<OwnedSemaphorePermit>, Refusal> {
+    /// The caller's share of requests in flight (taken before its body is
+    /// read, so that bodies slow to come hold their own caller's share), or
+    /// 429. A stream takes a share of the caller's streams instead.
+    fn caller_share(&self, key: &str, stream: bool) -> Result<OwnedSemaphorePermit, Refusal> {
         let key = if stream {
             format!("streams of {key}")
         } else {
@@ -601,14 +642,7 @@ impl Listener {
                 ))
             }))
         };
-        let busy = |status, text: String| {
-            let mut refusal = Refusal::new(status, text);
-            refusal
-                .headers
-                .push((header::RETRY_AFTER, HeaderValue::from_static("1")));
-            refusal
-        };
-        let mine = mine.try_acquire_owned().map_err(|_| {
+        mine.try_acquire_owned().map_err(|_| {
             let what = if stream {
                 "streams are open"
             } else {
@@ -621,11 +655,13 @@ impl Listener {
                     self.options.max_concurrent_per_caller
                 ),
             )
-        })?;
-        if stream {
-            return Ok(vec![mine]);
-        }
-        let all = Arc::clone(&self.all).try_acquire_owned().map_err(|_| {
+        })
+    }
+
+    /// The listener's share of requests in flight, taken once the body is
+    /// in, or 503.
+    fn listener_share(&self) -> Result<OwnedSemaphorePermit, Refusal> {
+        Arc::clone(&self.all).try_acquire_owned().map_err(|_| {
             busy(
                 StatusCode::SERVICE_UNAVAILABLE,
                 format!(
@@ -633,8 +669,84 @@ impl Listener {
                     self.options.max_concurrent
                 ),
             )
-        })?;
-        Ok(vec![mine, all])
+        })
+    }
+
+    /// A request's body, read in full within `--body-timeout` and up to the
+    /// message limit, or the refusal: 408 and 413, and the connection
+    /// closes (the rest of the body is never read).
+    async fn read_body<B>(&self, body: B, declared: Option<u64>) -> Result<Bytes, Refusal>
+    where
+        B: hyper::body::Body,
+        B::Error: std::fmt::Display,
+    {
+        use bytes::{Buf as _, BufMut as _};
+        let limit = self.options.max_body;
+        // A declared length is within the limit (checked before): the
+        // buffer is made once, at its size.
+        let size = declared.map_or(0, |n| usize::try_from(n).unwrap_or(limit).min(limit));
+        let mut collected = bytes::BytesMut::with_capacity(size);
+        let read = async {
+            let mut body = std::pin::pin!(body);
+            while let Some(frame) = body.frame().await {
+                let frame = frame.map_err(|e| {
+                    Refusal::new(
+                        StatusCode::BAD_REQUEST,
+                        format!("bad request: the body could not be read: {e}"),
+                    )
+                })?;
+                let Ok(data) = frame.into_data() else {
+                    continue;
+                };
+                if data.remaining() > limit - collected.len() {
+                    return Err(Refusal::new(
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        format!(
+                            "payload too large: the body is over the {limit} bytes limit for one MCP message"
+                        ),
+                    ));
+                }
+                collected.put(data);
+            }
+            Ok(())
+        };
+        let wait = self.options.body_timeout;
+        let read = match tokio::time::timeout(wait, read).await {
+            Ok(read) => read,
+            Err(_) => Err(Refusal::new(
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "request timeout: the body did not arrive in full within {} s of the request's head (`--body-timeout`)",
+                    seconds(wait)
+                ),
+            )),
+        };
+        match read {
+            Ok(()) => Ok(collected.freeze()),
+            Err(mut refusal) => {
+                refusal
+                    .headers
+                    .push((header::CONNECTION, HeaderValue::from_static("close")));
+                Err(refusal)
+            }
+        }
+    }
+
+    /// At most `max_values` JSON values in `body`, or 413: counted before
+    /// rmcp parses it, since its parse costs a few hundred bytes and a
+    /// microsecond per value, on the runtime's only thread.
+    fn check_values(&self, body: &[u8]) -> Result<(), Refusal> {
+        let max = self.options.max_values;
+        if json_values(body, max) <= max {
+            return Ok(());
+        }
+        Err(Refusal::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "payload too large: the body holds more than {max} JSON values (object keys counted), \
+                 the most one MCP message may hold here"
+            ),
+        ))
     }
 
     /// A request enters session `id`: `None` when it is not open, or is
@@ -657,40 +769,34 @@ impl Listener {
         })
     }
 
-    /// rmcp opened session `id` for `owner`; past `--max-sessions` the
-    /// longest idle others end.
-    fn opened(self: &Arc<Self>, id: Arc<str>, owner: Option<Arc<str>>) {
+    /// rmcp opened session `id` for `owner`, in the share of caller
+    /// `share`; past `--max-sessions` others end, as [`to_end`] picks them.
+    fn opened(self: &Arc<Self>, id: Arc<str>, owner: Option<Arc<str>>, share: Arc<str>) {
         let mut sessions = lock(&self.sessions);
         sessions.insert(
             Arc::clone(&id),
             Open {
                 owner,
+                share: Arc::clone(&share),
                 last: Instant::now(),
                 busy: 0,
             },
         );
-        let over = sessions
-            .len()
-            .saturating_sub(self.options.max_sessions.max(1));
-        if over == 0 {
-            return;
-        }
-        let mut idle: Vec<(Instant, Arc<str>)> = sessions
-            .iter()
-            .filter(|(k, o)| o.busy == 0 && **k != id)
-            .map(|(k, o)| (o.last, Arc::clone(k)))
-            .collect();
-        idle.sort();
-        let ending: Vec<Arc<str>> = idle.into_iter().take(over).map(|(_, k)| k).collect();
-        for k in &ending {
-            sessions.remove(k);
+        let max = self.options.max_sessions.max(1);
+        let mut ending = Vec::new();
+        while sessions.len() > max {
+            let Some(k) = to_end(&sessions, &id, &share, max) else {
+                break;
+            };
+            sessions.remove(&k);
+            ending.push(k);
         }
         drop(sessions);
         if !ending.is_empty() {
             log!(
-                "note: {} sessions open, over `--max-sessions` {}: ending the longest idle",
-                self.options.max_sessions + ending.len(),
-                self.options.max_sessions
+                "note: {} sessions open, over `--max-sessions` {}: ending the longest idle of a caller over its share",
+                max + ending.len(),
+                max
             );
         }
         self.end(ending);
@@ -798,6 +904,104 @@ impl Drop for InSession {
             }
         }
     }
+}
+
+/// The session to end when the sessions are over `max`, caller `asker`
+/// having opened session `new`: each caller's share is `max` divided by the
+/// callers holding sessions. A caller over its share loses its own longest
+/// idle session; one within it ends the longest idle session of the caller
+/// holding the most (who is over its share, since the whole is over). A
+/// session serving a request, and the new one, are never ended: `None`
+/// when there is no other to end.
+fn to_end(
+    sessions: &HashMap<Arc<str>, Open>,
+    new: &str,
+    asker: &str,
+    max: usize,
+) -> Option<Arc<str>> {
+    let mut held: HashMap<&str, usize> = HashMap::new();
+    for open in sessions.values() {
+        *held.entry(&*open.share).or_default() += 1;
+    }
+    let share = (max / held.len().max(1)).max(1);
+    let longest_idle = |caller: &str| {
+        sessions
+            .iter()
+            .filter(|(k, o)| o.busy == 0 && &***k != new && &*o.share == caller)
+            .min_by_key(|(_, o)| o.last)
+            .map(|(k, _)| Arc::clone(k))
+    };
+    if held.get(asker).copied().unwrap_or(0) > share {
+        return longest_idle(asker);
+    }
+    let mut over: Vec<(&str, usize)> = held.into_iter().filter(|&(_, n)| n > share).collect();
+    // The most first; between equals, in a fixed order.
+    over.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    over.into_iter()
+        .find_map(|(caller, _)| longest_idle(caller))
+}
+
+/// A refusal for a share that is taken: the client retries in a second.
+fn busy(status: StatusCode, text: String) -> Refusal {
+    let mut refusal = Refusal::new(status, text);
+    refusal
+        .headers
+        .push((header::RETRY_AFTER, HeaderValue::from_static("1")));
+    refusal
+}
+
+/// A duration as a number of seconds, as the flags take it (`30`, `0.5`).
+fn seconds(d: Duration) -> String {
+    d.as_secs_f64().to_string()
+}
+
+/// How many JSON values `body` holds, object keys counted, as its bytes
+/// show them without a parse: each string (skipped whole), array, object
+/// and scalar counts one. Exact for JSON; what is not JSON is rmcp's to
+/// refuse. The count stops past `max`.
+fn json_values(body: &[u8], max: usize) -> usize {
+    let mut count = 0;
+    let mut in_scalar = false;
+    let mut i = 0;
+    while i < body.len() {
+        match body[i] {
+            b'"' => {
+                count += 1;
+                in_scalar = false;
+                i += 1;
+                // To the closing quote, over escaped characters.
+                loop {
+                    match memchr::memchr2(b'"', b'\\', body.get(i..).unwrap_or_default()) {
+                        Some(at) if body[i + at] == b'\\' => i += at + 2,
+                        Some(at) => {
+                            i += at;
+                            break;
+                        }
+                        None => {
+                            i = body.len();
+                            break;
+                        }
+                    }
+                }
+            }
+            b'[' | b'{' => {
+                count += 1;
+                in_scalar = false;
+            }
+            b']' | b'}' | b',' | b':' | b' ' | b'\t' | b'\n' | b'\r' => in_scalar = false,
+            _ => {
+                if !in_scalar {
+                    count += 1;
+                    in_scalar = true;
+                }
+            }
+        }
+        if count > max {
+            break;
+        }
+        i += 1;
+    }
+    count
 }
 
 /// The body length a request declares, when it declares one.
@@ -1050,6 +1254,73 @@ mod tests {
         let mcp = listener.handle(get("/mcp"), remote).await;
         assert_ne!(mcp.status(), StatusCode::OK);
         assert_ne!(mcp.status(), StatusCode::NOT_FOUND);
+    }
+
+    #[test]
+    fn json_values_are_counted_without_a_parse() {
+        let count = |text: &str| json_values(text.as_bytes(), 1000);
+        assert_eq!(count(r#"{"a": [0, -1.5e3, true, null, "x"]}"#), 8);
+        // Brackets, commas and quotes inside strings are the string's.
+        assert_eq!(count(r#"["a\"b,[{", "\\", "c:}"]"#), 4);
+        assert_eq!(count(" [ 1 ,\n2\t]\r\n"), 3);
+        assert_eq!(count("{}"), 1);
+        assert_eq!(count(""), 0);
+        // Not JSON: a count all the same, and no panic.
+        for broken in [r#"["abc"#, "\"\\", "[1 2", "\\", "]]]"] {
+            assert!(count(broken) <= broken.len(), "{broken}");
+        }
+        // Counting stops past the bound.
+        assert_eq!(json_values(b"[0,0,0,0,0,0]", 2), 3);
+    }
+
+    fn open(share: &str, idle_ms: u64, busy: u32) -> Open {
+        Open {
+            owner: Some(share.into()),
+            share: share.into(),
+            last: Instant::now() - Duration::from_millis(idle_ms),
+            busy,
+        }
+    }
+
+    /// Past the bound, a caller over its share loses its own longest idle
+    /// session, and one within it ends the longest idle of whoever holds
+    /// the most; a busy session is never ended, and a caller over its
+    /// share never ends another's.
+    #[test]
+    fn past_the_bound_the_session_to_end_is_of_a_caller_over_its_share() {
+        let sessions = |list: &[(&str, &str, u64, u32)]| -> HashMap<Arc<str>, Open> {
+            list.iter()
+                .map(|&(id, who, idle, busy)| (Arc::from(id), open(who, idle, busy)))
+                .collect()
+        };
+        // Bob holds three of four, Alice opens her first: Bob's longest idle.
+        let s = sessions(&[
+            ("b1", "bob", 300, 0),
+            ("b2", "bob", 200, 0),
+            ("b3", "bob", 100, 0),
+            ("b4", "bob", 900, 1),
+            ("a1", "alice", 0, 0),
+        ]);
+        assert_eq!(to_end(&s, "a1", "alice", 4).as_deref(), Some("b1"));
+        // Alice within her share, though her session is the longest idle.
+        let s = sessions(&[
+            ("a1", "alice", 900, 0),
+            ("b1", "bob", 100, 0),
+            ("b2", "bob", 200, 0),
+            ("b3", "bob", 0, 0),
+        ]);
+        assert_eq!(to_end(&s, "b3", "bob", 3).as_deref(), Some("b2"));
+        // Bob over his share with only busy sessions: none of Alice's ends.
+        let s = sessions(&[
+            ("a1", "alice", 900, 0),
+            ("b1", "bob", 100, 1),
+            ("b2", "bob", 200, 1),
+            ("b3", "bob", 0, 0),
+        ]);
+        assert_eq!(to_end(&s, "b3", "bob", 3), None);
+        // One caller alone: its own longest idle, as before there were shares.
+        let s = sessions(&[("x1", "x", 500, 0), ("x2", "x", 900, 0), ("x3", "x", 0, 0)]);
+        assert_eq!(to_end(&s, "x3", "x", 2).as_deref(), Some("x2"));
     }
 
     #[test]

@@ -143,7 +143,7 @@ impl Answer {
 
 /// Reads an HTTP/1.1 answer from `stream` to its end (the request asked to
 /// close the connection), within the deadline.
-fn read_answer(mut stream: TcpStream) -> Answer {
+pub fn read_answer(mut stream: TcpStream) -> Answer {
     stream.set_read_timeout(Some(DEADLINE)).unwrap();
     let mut raw = Vec::new();
     let _ = stream.read_to_end(&mut raw);

@@ -25,6 +25,8 @@ mod gateway_http;
 #[cfg(feature = "gateway")]
 mod gateway_listen;
 #[cfg(feature = "gateway")]
+mod gateway_listen_limits;
+#[cfg(feature = "gateway")]
 mod gateway_lock;
 #[cfg(feature = "gateway")]
 mod gateway_memory;

@@ -2,7 +2,7 @@
 //! [--exposure call|list-changed] [--call-tool NAME] [--call-timeout SECS]
 //! [--start-timeout SECS] [--dry-run [--format human|json]]
 //! [--listen HOST:PORT [--stateless] [--session-idle SECS] [--max-sessions N]
-//! [--allow-origin O]... [--allow-host H]... [--max-concurrent N]
+//! [--body-timeout SECS] [--allow-origin O]... [--allow-host H]... [--max-concurrent N]
 //! [--max-concurrent-per-caller N]]`
 //!
 //! Everything is checked before anything is served: a policy error exits 1,
@@ -105,9 +105,14 @@ struct ListenArgs {
         requires = "listen"
     )]
     session_idle: f64,
-    /// The most sessions open at once; past it the longest idle ends
+    /// The most sessions open at once, shared between callers; past it a
+    /// caller over its share loses its own longest idle session
     #[arg(long, value_name = "N", default_value_t = 1000, requires = "listen")]
     max_sessions: usize,
+    /// Seconds a request's body may take to arrive in full after its head;
+    /// past it, 408 and the connection closes
+    #[arg(long, value_name = "SECS", default_value_t = 30.0, requires = "listen")]
+    body_timeout: f64,
     /// An origin browsers may call from, `scheme://host[:port]` (repeatable);
     /// a request with any other `Origin` is refused with 403. Requests
     /// without one (non-browser clients) pass
@@ -155,6 +160,8 @@ impl ListenArgs {
             allow_origins: self.allow_origins.clone(),
             allow_hosts: self.allow_hosts.clone(),
             max_body: gateway::listen::MAX_BODY,
+            max_values: gateway::listen::MAX_VALUES,
+            body_timeout: seconds("body-timeout", self.body_timeout)?,
             max_concurrent: positive("max-concurrent", self.max_concurrent)?,
             max_concurrent_per_caller: positive(
                 "max-concurrent-per-caller",
