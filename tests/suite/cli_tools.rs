@@ -127,6 +127,96 @@ fn test_exit_codes() {
     );
 }
 
+/// A file with bad cases still runs the cases it can: the problems come
+/// first, then every failing case, and the file still exits 2, so one run
+/// shows all there is to fix.
+#[test]
+fn test_reports_a_files_problems_and_still_runs_its_good_cases() {
+    let dir = scratch("test-problems-and-cases");
+    std::fs::copy(
+        root().join("policies/pi-desktop.policy"),
+        dir.join("p.policy"),
+    )
+    .expect("copy");
+    let file = dir.join("p.test.toml");
+    std::fs::write(
+        &file,
+        "regsitry = \"tools.json\"\n\
+         [[case]]\nmode = \"agent\"\nitem = \"Bash\"\nexpect = \"active\"\n\
+         [[case]]\nmode = \"chat\"\nitem = \"Bash\"\nexpect = \"active\"\n\
+         [[case]]\nmode = \"chat\"\nitem = \"Bash\"\nexpcet = \"active\"\n\
+         [[case]]\nitem = \"Bash\"\nexpect = \"active\"\n\
+         [[case]]\nmode = \"chat\"\nitem = \"Bash\"\nexpect = \"activ\"\n",
+    )
+    .expect("write");
+    let out = policy(&["test", file.to_str().expect("utf-8 path")]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    for (line, what) in [
+        (1, "unknown key `regsitry` (did you mean `registry`)"),
+        (10, "unknown field `expcet`"),
+        (14, "the case has no `mode`"),
+        (17, "`expect` is `activ`"),
+    ] {
+        assert!(
+            stderr.contains(&format!("p.test.toml:{line}: {what}")),
+            "{line}: {stderr}"
+        );
+    }
+    assert!(stderr.contains("has 4 problems"), "{stderr}");
+    assert!(stdout.contains("FAIL"), "{stdout}");
+    assert!(
+        stdout.contains("p.test.toml:6: `Bash` in mode `chat`"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.ends_with("1 passed, 1 failed, 3 not run\n"),
+        "{stdout}"
+    );
+    // The same in JSON: the problems beside the cases that ran.
+    let out = policy(&[
+        "test",
+        "--format",
+        "json",
+        file.to_str().expect("utf-8 path"),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["passed"], 1, "{v}");
+    assert_eq!(v["failed"], 1, "{v}");
+    assert_eq!(v["not_run"], 3, "{v}");
+    assert_eq!(v["problems"].as_array().map(Vec::len), Some(4), "{v}");
+    assert!(
+        v["problems"][0].as_str().is_some_and(
+            |p| p.ends_with("p.test.toml:1: unknown key `regsitry` (did you mean `registry`)")
+        ),
+        "{v}"
+    );
+}
+
+/// A file that cannot be used at all does not hide the other files' cases.
+#[test]
+fn test_goes_on_past_a_file_it_cannot_use() {
+    let dir = scratch("test-bad-file-among-good");
+    std::fs::copy(
+        root().join("policies/pi-desktop.policy"),
+        dir.join("p.policy"),
+    )
+    .expect("copy");
+    std::fs::write(dir.join("a.test.toml"), "[[case]\n").expect("write");
+    std::fs::write(
+        dir.join("p.test.toml"),
+        "[[case]]\nmode = \"chat\"\nitem = \"Bash\"\nexpect = \"active\"\n",
+    )
+    .expect("write");
+    let folder = dir.join("");
+    let out = policy(&["test", folder.to_str().expect("utf-8 path")]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(stderr.contains("a.test.toml"), "{stderr}");
+    assert!(stdout.ends_with("0 passed, 1 failed\n"), "{stdout}");
+}
+
 #[test]
 fn test_uses_a_registry_for_item_facts() {
     let dir = scratch("test-registry");

@@ -1,14 +1,16 @@
 //! Reading Python arguments. Types are checked here rather than by PyO3's
 //! conversions, so that a wrong argument reads in Python's terms
 //! (`context["flags"] must be a list of strings, not int`) instead of
-//! naming a Rust type.
+//! naming a Rust type. A wrong type raises `TypeError` and a wrong value
+//! `ValueError`, as Python's own functions do.
 
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
 use toolpolicy::Context;
 use toolpolicy::runtime::{DEFAULT_CALL_TOOL, ResultStatus};
 
-use crate::error::usage;
+use crate::error::{wrong_type, wrong_value};
 
 /// How a value is called in messages: its type's name.
 fn kind(v: &Bound<'_, PyAny>) -> String {
@@ -22,7 +24,7 @@ fn kind(v: &Bound<'_, PyAny>) -> String {
 }
 
 fn wrong(what: &str, expected: &str, v: &Bound<'_, PyAny>) -> PyErr {
-    usage(format!("{what} must be {expected}, not {}", kind(v)), None)
+    wrong_type(format!("{what} must be {expected}, not {}", kind(v)))
 }
 
 pub fn string(v: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
@@ -30,7 +32,7 @@ pub fn string(v: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
         Ok(s) => Ok(s
             .to_cow()
             .map_err(|_| {
-                usage(
+                wrong_value(
                     format!("{what} is not valid text"),
                     Some("it holds a lone surrogate".into()),
                 )
@@ -38,6 +40,18 @@ pub fn string(v: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
             .to_string()),
         Err(_) => Err(wrong(what, "a string", v)),
     }
+}
+
+/// A path: a string or an `os.PathLike` (`pathlib.Path`).
+pub fn path(v: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
+    if v.hasattr("__fspath__")? {
+        let p = v.call_method0("__fspath__")?;
+        return string(&p, what);
+    }
+    if !v.is_instance_of::<PyString>() {
+        return Err(wrong(what, "a string or a path", v));
+    }
+    string(v, what)
 }
 
 pub fn opt_string(v: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<String>> {
@@ -104,7 +118,10 @@ pub fn options<'py>(
                     let names: Vec<String> = allowed.iter().map(|k| format!("`{k}`")).collect();
                     format!("the keys are {}", names.join(", "))
                 });
-            return Err(usage(format!("unknown key `{key}` in {what}"), Some(help)));
+            return Err(wrong_value(
+                format!("unknown key `{key}` in {what}"),
+                Some(help),
+            ));
         }
     }
     Ok(Some(dict.clone()))
@@ -139,10 +156,21 @@ pub fn json_text(v: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
     kwargs.set_item("ensure_ascii", false)?;
     match dumps.call((v,), Some(&kwargs)) {
         Ok(text) => string(&text, what),
-        Err(e) => Err(usage(
-            format!("{what} cannot be written as JSON: {}", e.value(py)),
-            Some("give lists, dicts, strings, numbers, booleans and None only".into()),
-        )),
+        Err(e) => {
+            // What `json.dumps` raises says which: an object JSON has no
+            // type for (`TypeError`), `nan` or a cycle (`ValueError`); what
+            // else stops it (nesting past Python's recursion limit) is
+            // the engine's refusal.
+            let message = format!("{what} cannot be written as JSON: {}", e.value(py));
+            let help = "give lists, dicts, strings, numbers, booleans and None only";
+            Err(if e.is_instance_of::<PyTypeError>(py) {
+                wrong_type(format!("{message} ({help})"))
+            } else if e.is_instance_of::<PyValueError>(py) {
+                wrong_value(message, Some(help.into()))
+            } else {
+                crate::error::raise(toolpolicy::host::Failure::usage(message, Some(help.into())))
+            })
+        }
     }
 }
 
@@ -168,7 +196,7 @@ pub fn status(v: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<ResultStatus
     let Some(text) = opt_string(v, what)? else {
         return Ok(ResultStatus::Ok);
     };
-    toolpolicy::host::status(&text, what).map_err(crate::error::raise)
+    toolpolicy::host::status(&text, what).map_err(crate::error::value)
 }
 
 /// The call-through tool's name from `call_through=True | "name"`; `None`

@@ -76,7 +76,7 @@ impl Defs {
         ids.iter()
             .map(|i| match state.tools.get(i) {
                 Some(d) => Ok(d.bind(py).clone()),
-                None => Err(crate::error::usage("a definition is missing", None)),
+                None => Err(crate::error::internal("a definition is missing")),
             })
             .collect()
     }

@@ -48,7 +48,7 @@ fn open_audit(
     let no_queries = args::opt_bool(no_queries, "audit_no_queries")?.unwrap_or(false);
     let Some(path) = audit
         .filter(|a| !a.is_none())
-        .map(|a| self::path(a, "audit"))
+        .map(|a| args::path(a, "audit"))
         .transpose()?
     else {
         return Ok(None);
@@ -171,11 +171,11 @@ impl Engine {
             let tools = args::json_text(tools, "tools")?;
             let file = args::opt_string(file, "file")?.unwrap_or_else(|| "policy".to_string());
             let dir = match dir.filter(|d| !d.is_none()) {
-                Some(d) => Some(path(d, "dir")?),
+                Some(d) => Some(args::path(d, "dir")?),
                 None => None,
             };
             if dir.as_deref() == Some("") {
-                return Err(error::usage(
+                return Err(error::wrong_value(
                     "`dir` names no folder",
                     Some(
                         "give the folder the policy's relative paths (its `lock`) are read from"
@@ -218,10 +218,10 @@ impl Engine {
         audit_no_queries: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Engine> {
         guard(|| {
-            let policy_path = path(policy_path, "policy_path")?;
-            let registry_path = path(registry_path, "registry_path")?;
+            let policy_path = args::path(policy_path, "policy_path")?;
+            let registry_path = args::path(registry_path, "registry_path")?;
             let skills_path = match skills_path.filter(|s| !s.is_none()) {
-                Some(p) => Some(path(p, "skills_path")?),
+                Some(p) => Some(args::path(p, "skills_path")?),
                 None => None,
             };
             let engine = py.detach(|| -> Result<toolpolicy::Engine, BuildError> {
@@ -254,7 +254,7 @@ impl Engine {
     #[pyo3(signature = (within = 5.0))]
     fn flush_audit(&self, py: Python<'_>, within: f64) -> PyResult<u64> {
         if !within.is_finite() || within < 0.0 {
-            return Err(error::usage(
+            return Err(error::wrong_value(
                 format!("within must be a number of seconds, not {within}"),
                 None,
             ));
@@ -296,7 +296,7 @@ impl Engine {
         guard(|| {
             let text = args::json_text(state, "state")?;
             let state: SessionState = serde_json::from_str(&text).map_err(|e| {
-                error::usage(
+                error::wrong_value(
                     format!("bad session state: {e}"),
                     Some("pass what `session.state()` returned".into()),
                 )
@@ -326,7 +326,7 @@ impl Engine {
             let name = args::string(item, "item")?;
             let ctx = args::context(context, "context")?;
             if name.strip_prefix("skill:").unwrap_or(&name).is_empty() {
-                return Err(error::usage(
+                return Err(error::wrong_value(
                     format!("`{name}` names nothing"),
                     Some("give a tool name or `skill:NAME`".into()),
                 ));
@@ -462,26 +462,6 @@ impl Engine {
     }
 }
 
-/// A path: a string or an `os.PathLike` (`pathlib.Path`).
-fn path(v: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
-    if v.hasattr("__fspath__")? {
-        let p = v.call_method0("__fspath__")?;
-        return args::string(&p, what);
-    }
-    args::string(v, what).map_err(|_| {
-        error::usage(
-            format!(
-                "{what} must be a string or a path, not {}",
-                v.get_type()
-                    .name()
-                    .map(|n| n.to_string())
-                    .unwrap_or_default()
-            ),
-            None,
-        )
-    })
-}
-
 /// The lock file's text for these tools (any registry shape, as `Engine`
 /// takes them): what `policy lock --registry` writes, one entry a line in
 /// name order. A host writes it where its policy's `lock` names, after a
@@ -505,7 +485,7 @@ pub fn lock_text(py: Python<'_>, tools: &Bound<'_, PyAny>) -> PyResult<String> {
 #[pyfunction]
 pub fn read_input(py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<String> {
     guard(|| {
-        let path = self::path(path, "path")?;
+        let path = args::path(path, "path")?;
         py.detach(|| read_text(&path)).map_err(error::raise)
     })
 }

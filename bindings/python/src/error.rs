@@ -1,9 +1,13 @@
-//! Errors as Python sees them: a `ToolPolicyError` whose `diagnostics` is a
-//! list of `{code, severity, message, file, line, column}` dicts (plus
-//! `help` and, for registry entries, `path`), so that a host can show a
-//! policy's errors in place and a script can match on codes.
+//! Errors as Python sees them. What the engine refuses is a
+//! `ToolPolicyError` whose `diagnostics` is a list of `{code, severity,
+//! message, file, line, column}` dicts (plus `help` and, for registry
+//! entries, `path`), so that a host can show a policy's errors in place and
+//! a script can match on codes. A mistake in the call itself is what
+//! Python's own functions raise: `TypeError` for an argument of the wrong
+//! type, `ValueError` for a value no call accepts; so `except
+//! ToolPolicyError` around a reload never swallows a bug of the caller.
 
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use toolpolicy::LoadErrors;
@@ -57,9 +61,26 @@ pub fn raise(f: Failure) -> PyErr {
     throw(f.message, f.diagnostics)
 }
 
-/// A usage error: a wrong argument type, an unknown provider or mode.
-pub fn usage(message: impl Into<String>, help: Option<String>) -> PyErr {
-    raise(Failure::usage(message, help))
+/// Something that should never happen, and that the caller did not cause
+/// (a view missing from its cache): a `ToolPolicyError`, as a panic is.
+pub fn internal(message: impl Into<String>) -> PyErr {
+    raise(Failure::usage(message, None))
+}
+
+/// An argument of the wrong type: `TypeError`.
+pub fn wrong_type(message: impl Into<String>) -> PyErr {
+    PyTypeError::new_err(message.into())
+}
+
+/// An argument whose value no call accepts (an unknown provider, a key a
+/// dict may not have): `ValueError`, with the help in brackets.
+pub fn wrong_value(message: impl Into<String>, help: Option<String>) -> PyErr {
+    PyValueError::new_err(Failure::usage(message, help).message)
+}
+
+/// A wrong value the library shaped (an unknown status): `ValueError`.
+pub fn value(f: Failure) -> PyErr {
+    PyValueError::new_err(f.message)
 }
 
 /// A policy that does not load: every diagnostic, located, the first in the

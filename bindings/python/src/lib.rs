@@ -4,16 +4,17 @@
 //! A thin adapter: every decision is the library's. This crate only reads
 //! Python values into the library's inputs (checking their types itself, so
 //! that a mistake reads in Python's terms, never as a Rust type name), and
-//! writes the library's answers back as plain dicts, lists and tuples. Every
-//! error is a `ToolPolicyError` whose `diagnostics` list says where and
-//! what; a panic inside is one too. The GIL is released while the engine
-//! works.
+//! writes the library's answers back as plain dicts, lists and tuples. What
+//! the engine refuses is a `ToolPolicyError` whose `diagnostics` list says
+//! where and what, and a panic inside is one too; an argument of the wrong
+//! type is a `TypeError`, one of a wrong value a `ValueError`, as in Python
+//! itself. The GIL is released while the engine works.
 //!
 //! - [`engine`]: `Engine`, shared by every chat and thread; hot reload
 //!   keeps the last good one.
 //! - [`session`]: `Session`, one chat: plan, search, load, call, evidence.
 //! - [`cache`]: the Python objects plans share, per snapshot and per chat.
-//! - [`args`]: reading Python arguments.
+//! - [`args`]: reading Python arguments, and their type and value errors.
 //! - [`convert`]: JSON values as Python objects.
 //! - [`error`]: errors with diagnostics.
 

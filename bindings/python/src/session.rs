@@ -211,7 +211,7 @@ impl Session {
                 Ok(View::Plan(Arc::new(self.plan_parts(py, &plan)?)))
             })?
             else {
-                return Err(error::usage("the plan is missing", None));
+                return Err(error::internal("the plan is missing"));
             };
             let d = PyDict::new(py);
             d.set_item("declared", p.declared.bind(py))?;
@@ -246,11 +246,11 @@ impl Session {
                     }
                     Some(report.to_string())
                 });
-                let text = text.ok_or_else(|| error::usage("cannot write the plan", None))?;
+                let text = text.ok_or_else(|| error::internal("cannot write the plan"))?;
                 Ok(View::Text(PyString::new(py, &text).unbind()))
             })?
             else {
-                return Err(error::usage("the plan text is missing", None));
+                return Err(error::internal("the plan text is missing"));
             };
             Ok(t.into_bound(py))
         })
@@ -270,7 +270,7 @@ impl Session {
                     let all: Vec<String> = PROVIDERS.iter().map(|p| format!("`{p}`")).collect();
                     format!("the providers are {}", all.join(", "))
                 });
-                return Err(error::usage(
+                return Err(error::wrong_value(
                     format!("unknown provider `{name}`"),
                     Some(help),
                 ));
@@ -461,7 +461,7 @@ impl Session {
     fn set_context(&self, py: Python<'_>, context: &Bound<'_, PyAny>) -> PyResult<()> {
         guard(|| {
             if context.is_none() {
-                return Err(error::usage("context must be a dict, not None", None));
+                return Err(error::wrong_type("context must be a dict, not None"));
             }
             let ctx: Context = args::context(Some(context), "context")?;
             let mut chat = self.chat()?;
@@ -478,7 +478,7 @@ impl Session {
         guard(|| {
             let state = self.chat()?.session.state();
             let value = serde_json::to_value(state)
-                .map_err(|e| error::usage(format!("cannot write the state: {e}"), None))?;
+                .map_err(|e| error::internal(format!("cannot write the state: {e}")))?;
             to_py(py, &value)
         })
     }
@@ -521,6 +521,6 @@ impl Session {
 fn list<'py>(py: Python<'py>, view: View) -> PyResult<Bound<'py, PyList>> {
     match view {
         View::Tools(t) => Ok(t.bind(py).to_list()),
-        _ => Err(error::usage("the tool list is missing", None)),
+        _ => Err(error::internal("the tool list is missing")),
     }
 }

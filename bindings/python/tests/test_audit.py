@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from toolpolicy import Engine, ToolPolicyError
+from toolpolicy import Engine
 
 from conftest import POLICY_PATH, REGISTRY_PATH, SMALL, SMALL_POLICY
 
@@ -103,11 +103,11 @@ def test_a_log_that_cannot_be_opened_is_a_warning(tmp_path: Path) -> None:
 
 
 def test_bad_audit_options_raise() -> None:
-    with pytest.raises(ToolPolicyError, match=r"audit must be a string or a path, not int"):
+    with pytest.raises(TypeError, match=r"audit must be a string or a path, not int"):
         Engine("", [], audit=3)
-    with pytest.raises(ToolPolicyError, match=r"audit_no_queries must be a bool, not str"):
+    with pytest.raises(TypeError, match=r"audit_no_queries must be a bool, not str"):
         Engine("", [], audit_no_queries="yes")
-    with pytest.raises(ToolPolicyError, match=r"within must be a number of seconds"):
+    with pytest.raises(ValueError, match=r"within must be a number of seconds"):
         Engine("", []).flush_audit(float("nan"))
 
 

@@ -149,10 +149,10 @@ def test_policy_text_reads_its_lock_from_dir_and_without_it_says_how_to_give_one
     raises(lambda: Engine(POLICY, TOOLS, dir=None))
     # A policy without a lock needs no folder.
     assert declared(Engine("NoDefer(*)\n", TURNED)) == ["read", "note"]
-    e = raises(lambda: Engine(POLICY, TOOLS, dir=""))
-    assert "`dir` names no folder" in str(e)
-    e = raises(lambda: Engine(POLICY, TOOLS, dir=3))  # type: ignore[arg-type]
-    assert "dir must be a string or a path, not int" in str(e)
+    with pytest.raises(ValueError, match="`dir` names no folder"):
+        Engine(POLICY, TOOLS, dir="")
+    with pytest.raises(TypeError, match="dir must be a string or a path, not int"):
+        Engine(POLICY, TOOLS, dir=3)  # type: ignore[arg-type]
 
 
 def test_a_lock_that_is_missing_outside_the_folder_or_not_a_lock_does_not_load(tmp_path: Path) -> None:

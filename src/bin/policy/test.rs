@@ -26,8 +26,9 @@
 //! `model_invocable`; and the runtime's own `grants`. With a `registry` (or `skills`), a case whose
 //! item is not in it and that gives none of those facts fails, with the
 //! closest names: a misspelled or renamed tool would otherwise pass. Every
-//! problem of a file (bad cases, unknown fields, missing modes) is reported
-//! at once. A folder means every `*.test.toml` in it.
+//! problem of a file (bad cases, unknown keys, missing modes) is reported
+//! at once, the cases without one still run, and the command exits 2. A
+//! folder means every `*.test.toml` in it.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -60,8 +61,9 @@ Top-level `policy`, `registry` and `skills` paths (relative to the file, and
 inside its folder) are optional; a case may give `source`, `defer_loading` and `model_invocable` for
 an item no registry describes. With a registry, a case whose item is not in it
 (and that gives none of those) fails, naming the closest tools. Every problem
-of a file is reported at once. Ends with `N passed, N failed`; exits 1 on a
-failure, 2 on a bad file."
+of a file is reported at once, and its other cases still run. Ends with
+`N passed, N failed` (and `N not run`); exits 1 on a failure, 2 on a bad
+file or case."
 )]
 pub struct Args {
     /// Expectation files, or folders holding `*.test.toml` files
@@ -75,15 +77,59 @@ pub struct Args {
     format: Format,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct TestFile {
     policy: Option<String>,
     registry: Option<String>,
     skills: Option<String>,
     /// Each case read on its own, so that every bad case is reported.
-    #[serde(default, rename = "case")]
     cases: Vec<toml::Spanned<toml::Value>>,
+    /// Top-level keys the file does not know, kept to be reported with the
+    /// file's other problems rather than refusing the file for them.
+    unknown: Vec<toml::Spanned<String>>,
+}
+
+/// The top-level keys a test file may have.
+const KEYS: [&str; 4] = ["policy", "registry", "skills", "case"];
+
+/// Read by hand, in the one pass that parses the file: an unknown key is
+/// kept with its place, where serde's `deny_unknown_fields` would refuse
+/// the whole file at the first.
+impl<'de> Deserialize<'de> for TestFile {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<TestFile, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = TestFile;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a test file")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<TestFile, A::Error> {
+                let mut file = TestFile {
+                    policy: None,
+                    registry: None,
+                    skills: None,
+                    cases: Vec::new(),
+                    unknown: Vec::new(),
+                };
+                while let Some(key) = map.next_key::<toml::Spanned<String>>()? {
+                    match key.get_ref().as_str() {
+                        "policy" => file.policy = Some(map.next_value()?),
+                        "registry" => file.registry = Some(map.next_value()?),
+                        "skills" => file.skills = Some(map.next_value()?),
+                        "case" => file.cases = map.next_value()?,
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                            file.unknown.push(key);
+                        }
+                    }
+                }
+                Ok(file)
+            }
+        }
+        d.deserialize_map(Visitor)
+    }
 }
 
 #[derive(Deserialize, Clone)]
@@ -127,14 +173,52 @@ struct CaseReport {
     error: Option<String>,
 }
 
+/// What one file gave: its problems (each `file:line: what`), the reports
+/// of the cases that could run, and how many could not.
+struct FileRun {
+    problems: Vec<String>,
+    reports: Vec<CaseReport>,
+    not_run: usize,
+}
+
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let files = crate::files::expand(&args.paths, ".test.toml")?;
     if files.is_empty() {
         return Err(CliError::Usage("no `*.test.toml` files found".into()));
     }
     let mut reports = Vec::new();
+    let mut problems = Vec::new();
+    let mut not_run = 0;
+    // A file with problems, or one that cannot be used at all, is reported
+    // and the run goes on: one run shows everything there is to fix.
+    let mut refused = false;
     for file in &files {
-        reports.extend(run_file(file, args.format)?);
+        match run_file(file, args.format) {
+            Ok(run) => {
+                if !run.problems.is_empty() {
+                    refused = true;
+                    let n = run.problems.len();
+                    eprintln!(
+                        "{}",
+                        toolpolicy::chars::escape(&format!(
+                            "error: `{}` has {n} problem{}:\n{}",
+                            file.display(),
+                            if n == 1 { "" } else { "s" },
+                            run.problems.join("\n")
+                        ))
+                    );
+                }
+                problems.extend(run.problems);
+                reports.extend(run.reports);
+                not_run += run.not_run;
+            }
+            Err(CliError::Reported) => refused = true,
+            Err(e) => {
+                refused = true;
+                eprintln!("{}", toolpolicy::chars::escape(&e.to_string()));
+                problems.push(e.to_string().trim_start_matches("error: ").to_string());
+            }
+        }
     }
     let passed = reports.iter().filter(|r| r.passed).count();
     let failed = reports.len() - passed;
@@ -143,6 +227,8 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             "cases": reports,
             "passed": passed,
             "failed": failed,
+            "not_run": not_run,
+            "problems": problems,
         }))?;
     } else {
         let mut out = String::new();
@@ -151,14 +237,36 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                 describe(&mut out, r);
             }
         }
-        out += &format!("{passed} passed, {failed} failed\n");
+        out += &format!("{passed} passed, {failed} failed");
+        if not_run > 0 {
+            out += &format!(", {not_run} not run");
+        }
+        out += "\n";
         print!("{}", toolpolicy::chars::escape(&out));
     }
-    Ok(if failed > 0 {
+    Ok(if refused {
+        ExitCode::from(2)
+    } else if failed > 0 {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// A problem for each top-level key the file does not know, at its line,
+/// with the nearest known key.
+fn unknown_keys(doc: &TestFile, name: &str, lines: &SourceFile) -> Vec<(usize, String)> {
+    doc.unknown
+        .iter()
+        .map(|k| {
+            let key = k.get_ref();
+            let help = toolpolicy::diag::did_you_mean(key, KEYS).unwrap_or_else(|| {
+                "the keys are `policy`, `registry`, `skills` and `[[case]]`".into()
+            });
+            let line = lines.line_col(k.span().start).0;
+            (line, format!("{name}:{line}: unknown key `{key}` ({help})"))
+        })
+        .collect()
 }
 
 fn describe(out: &mut String, r: &CaseReport) {
@@ -207,7 +315,10 @@ fn named(file: &Path, key: &str, p: impl AsRef<Path>) -> Result<PathBuf, CliErro
         .map_err(|e| CliError::Usage(format!("bad test file `{}`: {e}", file.display())))
 }
 
-fn run_file(file: &Path, format: Format) -> Result<Vec<CaseReport>, CliError> {
+/// Runs one file. What keeps the whole file from running (it cannot be read
+/// or parsed, has no cases, names a path it may not) is an error; a bad
+/// case or key is one of its problems, and the other cases still run.
+fn run_file(file: &Path, format: Format) -> Result<FileRun, CliError> {
     let name = file.display().to_string();
     let bytes = common::read(file)?;
     let text =
@@ -256,34 +367,40 @@ fn run_file(file: &Path, format: Format) -> Result<Vec<CaseReport>, CliError> {
     let lines = SourceFile::new(name.as_str(), text);
     let line_of = |offset: usize| lines.line_col(offset).0;
     // Every case is checked before any runs, so a typo is an error, not a
-    // failure; every problem of the file is reported at once.
-    let mut problems = Vec::new();
+    // failure; every problem of the file is reported, and a case with one
+    // does not run.
+    let mut problems = unknown_keys(&doc, &name, &lines);
     let mut cases: Vec<toml::Spanned<Case>> = Vec::with_capacity(doc.cases.len());
     for c in &doc.cases {
         let span = c.span();
-        match Case::deserialize(c.get_ref().clone()) {
-            Ok(case) => cases.push(toml::Spanned::new(span, case)),
-            Err(e) => problems.push(format!(
-                "{name}:{}: {}",
-                line_of(span.start),
-                e.message().trim_end()
-            )),
-        }
-    }
-    for c in &cases {
-        let at = format!("{name}:{}", line_of(c.span().start));
-        if parse_exposure(&c.get_ref().expect).is_none() {
-            problems.push(format!(
-                "{at}: `expect` is `{}`; use `active`, `deferred` or `hidden`",
-                c.get_ref().expect
+        let line = line_of(span.start);
+        let at = format!("{name}:{line}");
+        let case = match Case::deserialize(c.get_ref().clone()) {
+            Ok(case) => case,
+            Err(e) => {
+                problems.push((line, format!("{at}: {}", e.message().trim_end())));
+                continue;
+            }
+        };
+        let before = problems.len();
+        if parse_exposure(&case.expect).is_none() {
+            problems.push((
+                line,
+                format!(
+                    "{at}: `expect` is `{}`; use `active`, `deferred` or `hidden`",
+                    case.expect
+                ),
             ));
         }
-        if let Some(cause) = &c.get_ref().cause
+        if let Some(cause) = &case.cause
             && CauseKind::parse(cause).is_none()
         {
-            problems.push(format!(
+            problems.push((line, format!(
                 "{at}: unknown cause `{cause}`; use guard, search, hide, grant, lock, nodefer, switch, defer, hint, default or model_invocable"
-            ));
+            )));
+        }
+        if problems.len() == before {
+            cases.push(toml::Spanned::new(span, case));
         }
     }
     let policy = match common::load_policy(&policy_path, format) {
@@ -298,25 +415,28 @@ fn run_file(file: &Path, format: Format) -> Result<Vec<CaseReport>, CliError> {
     // A context always has a mode when the policy declares some (docs/language.md).
     if let Some(policy) = policy.as_ref().filter(|p| !p.modes.is_empty()) {
         let modes: Vec<String> = policy.modes.iter().map(|m| format!("`{m}`")).collect();
-        for c in cases.iter().filter(|c| c.get_ref().mode.is_none()) {
-            problems.push(format!(
-                "{name}:{}: the case has no `mode`, and the policy declares {}",
-                line_of(c.span().start),
-                modes.join(", ")
+        cases.retain(|c| {
+            if c.get_ref().mode.is_some() {
+                return true;
+            }
+            let line = line_of(c.span().start);
+            problems.push((
+                line,
+                format!(
+                    "{name}:{line}: the case has no `mode`, and the policy declares {}",
+                    modes.join(", ")
+                ),
             ));
-        }
+            false
+        });
     }
-    if !problems.is_empty() {
-        let n = problems.len();
-        return Err(CliError::Usage(format!(
-            "`{name}` has {n} problem{}:\n{}",
-            if n == 1 { "" } else { "s" },
-            problems.join("\n")
-        )));
-    }
+    let not_run = doc.cases.len() - cases.len();
+    // In the file's order, as a reader fixes them.
+    problems.sort_by_key(|(line, _)| *line);
+    let problems: Vec<String> = problems.into_iter().map(|(_, p)| p).collect();
     let Some(policy) = policy else {
         // The policy's errors are printed; every case fails.
-        return Ok(cases
+        let reports = cases
             .iter()
             .map(|c| {
                 failed_case(
@@ -326,7 +446,12 @@ fn run_file(file: &Path, format: Format) -> Result<Vec<CaseReport>, CliError> {
                     "the policy has errors",
                 )
             })
-            .collect());
+            .collect();
+        return Ok(FileRun {
+            problems,
+            reports,
+            not_run,
+        });
     };
     let lists = Lists {
         registry: registry.as_ref().zip(doc.registry.as_deref()),
@@ -335,7 +460,7 @@ fn run_file(file: &Path, format: Format) -> Result<Vec<CaseReport>, CliError> {
     let table = Table::compile(&policy);
     // Cases share a few contexts: each is resolved once.
     let mut contexts: HashMap<Context, Result<Resolved, String>> = HashMap::new();
-    Ok(cases
+    let reports = cases
         .iter()
         .map(|c| {
             let ctx = context_of(c.get_ref());
@@ -358,7 +483,12 @@ fn run_file(file: &Path, format: Format) -> Result<Vec<CaseReport>, CliError> {
                 Err(e) => failed_case(&name, line, c.get_ref(), e),
             }
         })
-        .collect())
+        .collect();
+    Ok(FileRun {
+        problems,
+        reports,
+        not_run,
+    })
 }
 
 /// The registry and skill list a test file names, with the names it gives them.

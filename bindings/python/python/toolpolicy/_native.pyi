@@ -110,8 +110,12 @@ class SkillResult(TypedDict):
     source: Optional[str]
 
 class ToolPolicyError(Exception):
-    """An input the engine cannot use. `diagnostics` says where and what;
-    the message is the first one's."""
+    """An input the engine refuses: a policy, registry or skill list that
+    does not load, a file it cannot read, a mode the policy does not
+    declare. `diagnostics` says where and what; the message is the first
+    one's. An argument of the wrong type raises `TypeError` instead, and a
+    value no call accepts (an unknown provider, status or context key)
+    `ValueError`, as Python's own functions do."""
 
     diagnostics: List[Diagnostic]
 
