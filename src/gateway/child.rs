@@ -1,6 +1,6 @@
 //! One child MCP server, reached with rmcp's client side: a local process
 //! over standard input/output ([`super::stdio`]; its standard error copied
-//! to ours line by line with a `[NAME] ` prefix) or a remote server over
+//! to ours line by line with a `[NAME] ` prefix, escaped) or a remote server over
 //! streamable HTTP (`super::remote`). Either is restarted (reconnected)
 //! on demand with capped exponential back-off after it fails to start or
 //! goes away, and its tools are listed within bounds. Every failure becomes
@@ -598,7 +598,7 @@ pub fn error_result(text: String) -> CallToolResult {
 const STDERR_LINE_BYTES: u64 = 64 * 1024;
 
 /// Copies a child's standard error to ours, one whole line at a time, each
-/// prefixed with the server's name; bytes that are not UTF-8 are replaced.
+/// as [`stderr_line`] writes it.
 async fn copy_stderr(name: String, stderr: tokio::process::ChildStderr) {
     let mut reader = BufReader::new(stderr);
     let mut line = Vec::new();
@@ -607,18 +607,47 @@ async fn copy_stderr(name: String, stderr: tokio::process::ChildStderr) {
         let mut piece = (&mut reader).take(STDERR_LINE_BYTES);
         match piece.read_until(b'\n', &mut line).await {
             Ok(0) | Err(_) => break,
-            Ok(_) => {
-                let text = String::from_utf8_lossy(&line);
-                let text = text.trim_end_matches(['\n', '\r']);
-                log!("[{name}] {text}");
-            }
+            Ok(_) => super::log::line(stderr_line(&name, &line)),
         }
     }
+}
+
+/// One line of a child's standard error as the gateway writes it: prefixed
+/// with the server's name, bytes that are not UTF-8 replaced, its line end
+/// (`\n` or `\r\n`) dropped, and every other control or invisible character
+/// shown escaped (`\u{1b}`). A server's text is not the gateway's: copied
+/// raw, an escape sequence, a carriage return or a backspace could erase
+/// or rewrite the warning about its tools above it, retitle the terminal or
+/// write the clipboard.
+fn stderr_line(name: &str, raw: &[u8]) -> String {
+    let text = String::from_utf8_lossy(raw);
+    let text = text.strip_suffix('\n').unwrap_or(&text);
+    let text = text.strip_suffix('\r').unwrap_or(text);
+    format!(
+        "[{}] {}",
+        crate::chars::escape_name(name),
+        crate::chars::escape(text)
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn standard_error_lines_show_escapes_instead_of_acting() {
+        assert_eq!(stderr_line("fx", b"plain\ttext\r\n"), "[fx] plain\ttext");
+        assert_eq!(
+            stderr_line(
+                "fx",
+                b"\x1b[1A\x1b[2K\rall fine\x08\x1b]0;title\x07\xff\xc2\x9b\xe2\x80\xae\n"
+            ),
+            "[fx] \\u{1b}[1A\\u{1b}[2K\\u{d}all fine\\u{8}\\u{1b}]0;title\\u{7}\u{fffd}\\u{9b}\\u{202e}"
+        );
+        // A line cut at its limit, without its end, is escaped the same.
+        assert_eq!(stderr_line("fx", b"cut\r"), "[fx] cut");
+        assert_eq!(stderr_line("fx", b"\r\r\n"), "[fx] \\u{d}");
+    }
 
     #[test]
     fn backoff_doubles_to_its_cap() {
