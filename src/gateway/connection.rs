@@ -261,6 +261,23 @@ impl Connection {
         }
     }
 
+    /// The result text of a call that is not forwarded. A request without
+    /// a session cannot search first and call after, so a tool the lock
+    /// defers is never called there: the text says where it can be.
+    fn refusal_text(&self, outcome: CallOutcome, name: &str) -> String {
+        if self.stateless && outcome == CallOutcome::Unread {
+            return format!(
+                "Tool `{}` not found: its definition changed, and a request without a session \
+                 cannot read the new one before calling it. Call it in a session, after a \
+                 search or a load there has shown it.",
+                crate::runtime::catalog::sanitize(name)
+            );
+        }
+        outcome
+            .not_found_text(name)
+            .unwrap_or_else(|| format!("Tool `{}` not found.", crate::chars::escape(name)))
+    }
+
     /// A call of a registry tool: the session decides, the child answers.
     async fn forward(
         &self,
@@ -281,7 +298,7 @@ impl Connection {
         };
         let route = match outcome {
             CallOutcome::Allowed => self.gateway.route(name),
-            CallOutcome::NotFound { .. } => None,
+            CallOutcome::NotFound { .. } | CallOutcome::Unread => None,
         };
         let Some((child, tool)) = route else {
             if outcome
@@ -292,10 +309,7 @@ impl Connection {
             {
                 let _ = peer.notify_tool_list_changed().await;
             }
-            let text = outcome
-                .not_found_text(name)
-                .unwrap_or_else(|| format!("Tool `{}` not found.", crate::chars::escape(name)));
-            return error_result(text);
+            return error_result(self.refusal_text(outcome, name));
         };
         let started = std::time::Instant::now();
         let result = child

@@ -447,3 +447,120 @@ fn a_servers_standard_error_cannot_rewrite_the_terminal() {
         "{err:?}"
     );
 }
+
+/// Under `unlocked = "defer"` and the default `on_miss = "activate"`, a
+/// changed tool is not loaded by a direct call: however often it is called,
+/// directly or through `call_tool`, it is not reached until a search or a
+/// load has shown its new definition, and the refusal says so.
+#[test]
+fn with_unlocked_defer_a_direct_call_does_not_load_a_changed_tool() {
+    let mut g = locked(
+        "lock-defer-miss",
+        "unlocked = \"defer\"\nNoDefer(fx__note, fx__rugpull)\nDefer(*)\n",
+        &[],
+    );
+    pull(&mut g);
+    for _ in 0..2 {
+        for name in ["fx__note", "fx__write"] {
+            let r = g.call(name, json!({"text": "x"}));
+            assert_not_found(&r, name);
+            assert!(text(&r).contains("load it by name"), "{r}");
+            assert_not_found(&through(&mut g, name), name);
+        }
+    }
+    // A tool deferred by policy alone still follows `on_miss`.
+    let r = g.call("fx__echo", json!({"text": "x"}));
+    assert!(text(&r).contains("loaded now"), "{r}");
+    assert!(!is_error(&through(&mut g, "fx__echo")));
+    let r = load(&mut g, &["fx__note"]);
+    assert!(text(&r).contains("fx__note"), "{r}");
+    assert!(!is_error(&through(&mut g, "fx__note")));
+}
+
+/// A locked gateway listening on a free loopback port.
+fn locked_listening(tag: &str, policy: &str) -> crate::gateway_listen::Listening {
+    let dir = temp_dir(tag);
+    let text = format!("lock = \"tools.lock\"\n{policy}");
+    let (p, s) = files(&dir, &text, &[("fx", fixture(TOOLS, &[]))]);
+    lock_servers(&p, &s);
+    let path = dir.to_path_buf();
+    let gw = Gateway::spawn(&file_args(&p, &s, &["--listen", "127.0.0.1:0"])).holding(dir);
+    assert!(
+        gw.wait_stderr("serving MCP over HTTP at http://", 1),
+        "{}",
+        gw.stderr()
+    );
+    let err = gw.stderr();
+    let addr = err
+        .split("serving MCP over HTTP at http://")
+        .nth(1)
+        .and_then(|rest| rest.split("/mcp").next())
+        .unwrap()
+        .to_string();
+    crate::gateway_listen::Listening {
+        gw,
+        addr,
+        dir: path,
+    }
+}
+
+/// Over HTTP, a request without a session has no memory of a search, so it
+/// never reaches a tool `unlocked = "defer"` holds back, by any path, and
+/// the refusal says to use a session; a session reaches it once a search
+/// of its own has shown the new definition, never by `on_miss`.
+#[test]
+fn over_http_a_changed_deferred_tool_is_called_only_in_a_session_that_read_it() {
+    use crate::gateway_listen::{Session, stateless_call};
+    let l = locked_listening(
+        "lock-defer-http",
+        "unlocked = \"defer\"\nNoDefer(fx__note, fx__rugpull)\nDefer(*)\n",
+    );
+    let r = stateless_call(&l.addr, &[], "fx__note", json!({"text": "x"}));
+    assert!(!is_error(&r), "locked, so served: {r}");
+    let mut a = Session::open(&l.addr);
+    assert_eq!(text(&a.call("fx__rugpull", json!({}))), "rugpull: changed");
+    assert!(
+        l.gw.wait_stderr("tool `fx__pulled` added after start", 1),
+        "{}",
+        l.gw.stderr()
+    );
+    for _ in 0..2 {
+        for (name, arguments) in [
+            ("fx__note", json!({"text": "x"})),
+            (
+                "call_tool",
+                json!({"name": "fx__note", "arguments": {"text": "x"}}),
+            ),
+            ("fx__write", json!({"text": "x"})),
+        ] {
+            let r = stateless_call(&l.addr, &[], name, arguments.clone());
+            assert!(is_error(&r), "{name} reached without a session: {r}");
+            assert!(text(&r).contains("not found"), "{r}");
+            assert!(text(&r).contains("session"), "{r}");
+            let r = a.call(name, arguments);
+            assert!(is_error(&r), "{name} reached before a search: {r}");
+        }
+    }
+    // A search without a session shows the new definition, and still no
+    // later request without one reaches the tool.
+    let found = stateless_call(
+        &l.addr,
+        &[],
+        "tool_search",
+        json!({"query": "", "names": ["fx__note"]}),
+    );
+    assert!(text(&found).contains("fx__note"), "{found}");
+    let r = stateless_call(&l.addr, &[], "fx__note", json!({"text": "x"}));
+    assert!(is_error(&r), "{r}");
+    // A tool the lock holds is reached without a session as before.
+    let r = stateless_call(&l.addr, &[], "fx__echo", json!({"text": "x"}));
+    assert!(!is_error(&r), "{r}");
+    // The session's own search: from then on it calls the tool.
+    let found = a.call("tool_search", json!({"query": "", "names": ["fx__note"]}));
+    assert!(text(&found).contains("fx__note"), "{found}");
+    let r = a.call(
+        "call_tool",
+        json!({"name": "fx__note", "arguments": {"text": "x"}}),
+    );
+    assert!(!is_error(&r), "{r}");
+}
