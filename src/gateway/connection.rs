@@ -27,7 +27,7 @@ use serde_json::Value;
 use crate::runtime::{CallOutcome, Delivery, ResultStatus, Session};
 use crate::{Context, Tool};
 
-use super::child::error_result;
+use super::child::{Called, error_result};
 use super::{Exposure, Gateway, catalog};
 
 /// The first protocol revision that forbids the tool list changing as a side
@@ -311,10 +311,21 @@ impl Connection {
             }
             return error_result(self.refusal_text(outcome, name));
         };
+        // Decided again once the server is reached: one that this call
+        // started again was listed, and held to the lock, on the way.
+        let admit = || match lock(&self.session).confirm_call(engine, name, self.stateless) {
+            Ok(CallOutcome::Allowed) => Ok(()),
+            Ok(outcome) => Err(error_result(self.refusal_text(outcome, name))),
+            Err(e) => Err(error_result(e.to_string())),
+        };
         let started = std::time::Instant::now();
-        let result = child
-            .call(&tool, arguments, self.gateway.options.call_timeout)
+        let called = child
+            .call(&tool, arguments, self.gateway.options.call_timeout, &admit)
             .await;
+        let result = match called {
+            Called::Answered(result) => result,
+            Called::Refused(result) => return result,
+        };
         let status = if result.is_error == Some(true) {
             ResultStatus::Error
         } else {

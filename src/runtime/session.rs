@@ -603,6 +603,49 @@ impl Session {
         })
     }
 
+    /// A call allowed a moment ago, decided again just before a front end
+    /// sends it on: the registry may have changed while the call waited (a
+    /// server that the call itself started again, listing other
+    /// definitions). Nothing is activated, whatever `on_miss` says.
+    /// `without_memory` is as the first decision was made
+    /// ([`Session::call_without_memory`]). When the call is no longer
+    /// allowed, its `call` event is written as refused, with what decides
+    /// the tool now, and the outcome says what the call gets instead.
+    pub fn confirm_call(
+        &mut self,
+        engine: &Engine,
+        tool: &str,
+        without_memory: bool,
+    ) -> Result<CallOutcome, ContextError> {
+        let outcome = if without_memory {
+            self.decide_without_memory(engine, tool)?
+        } else {
+            let (snap, base) = self.prepare(engine)?;
+            let i = snap.registry().index_of(tool).map(|i| i as u32);
+            match i.map(|i| (i, base.state(i))) {
+                Some((_, ToolState::Declared)) => CallOutcome::Allowed,
+                Some((i, ToolState::Deferred)) if self.is_activated(i) => CallOutcome::Allowed,
+                Some((i, ToolState::Deferred)) if base.unread(snap.registry().tools(), i) => {
+                    CallOutcome::Unread
+                }
+                _ => CallOutcome::NotFound {
+                    declared_next_step: false,
+                },
+            }
+        };
+        if outcome != CallOutcome::Allowed {
+            let waiting = self.audit.as_mut().and_then(|a| {
+                let at = a.pending.iter().position(|(t, _)| t == tool)?;
+                Some(a.pending.remove(at))
+            });
+            if waiting.is_some() {
+                let cause = self.cause_of(&engine.snapshot(), tool);
+                self.emit(|| call_event(tool.into(), Outcome::NotFound, cause, false, None, None));
+            }
+        }
+        Ok(outcome)
+    }
+
     /// Writes a decided call's audit event (an allowed one waits for its
     /// result), and hands the outcome back.
     fn audit_call(&mut self, engine: &Engine, tool: &str, outcome: CallOutcome) -> CallOutcome {
