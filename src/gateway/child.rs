@@ -488,13 +488,13 @@ impl Child {
     /// Forwards one call; every failure is an error result naming the
     /// server. `admit` is asked once the server is reached, right before
     /// each attempt is sent (a restart on the way may have changed the
-    /// tools): an `Err` is the call's result instead, and nothing is sent.
+    /// tools): a result it gives is the call's instead, and nothing is sent.
     pub async fn call(
         &self,
         tool: &str,
         arguments: Option<JsonObject>,
         timeout: Duration,
-        admit: &(dyn Fn() -> Result<(), CallToolResult> + Sync),
+        admit: &(dyn Fn() -> Option<CallToolResult> + Sync),
     ) -> Called {
         let mut params = CallToolRequestParams::new(tool.to_string());
         params.arguments = arguments;
@@ -567,10 +567,10 @@ impl Child {
         &self,
         params: CallToolRequestParams,
         timeout: Duration,
-        admit: &(dyn Fn() -> Result<(), CallToolResult> + Sync),
+        admit: &(dyn Fn() -> Option<CallToolResult> + Sync),
     ) -> Result<Attempt, String> {
         let peer = self.peer().await?;
-        if let Err(refused) = admit() {
+        if let Some(refused) = admit() {
             return Ok(Err(refused));
         }
         Ok(Ok(self.send(&peer, params, timeout).await))

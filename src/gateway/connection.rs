@@ -314,9 +314,9 @@ impl Connection {
         // Decided again once the server is reached: one that this call
         // started again was listed, and held to the lock, on the way.
         let admit = || match lock(&self.session).confirm_call(engine, name, self.stateless) {
-            Ok(CallOutcome::Allowed) => Ok(()),
-            Ok(outcome) => Err(error_result(self.refusal_text(outcome, name))),
-            Err(e) => Err(error_result(e.to_string())),
+            Ok(CallOutcome::Allowed) => None,
+            Ok(outcome) => Some(error_result(self.refusal_text(outcome, name))),
+            Err(e) => Some(error_result(e.to_string())),
         };
         let started = std::time::Instant::now();
         let called = child
