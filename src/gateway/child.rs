@@ -1,6 +1,6 @@
 //! One child MCP server, reached with rmcp's client side: a local process
 //! over standard input/output ([`super::stdio`]; its standard error copied
-//! to ours line by line with a `[NAME] ` prefix) or a remote server over
+//! to ours line by line with a `[NAME] ` prefix, escaped) or a remote server over
 //! streamable HTTP (`super::remote`). Either is restarted (reconnected)
 //! on demand with capped exponential back-off after it fails to start or
 //! goes away, and its tools are listed within bounds. Every failure becomes
@@ -103,6 +103,10 @@ fn gone(service: &RunningService<RoleClient, Handler>) -> bool {
 /// A started child and its tools.
 type Started = (RunningService<RoleClient, Handler>, Vec<Value>);
 
+/// One attempt of a call on a reached server: refused by `admit` (`Err`,
+/// not sent), or sent, with what came of it.
+type Attempt = Result<Result<Option<CallToolResult>, ServiceError>, CallToolResult>;
+
 /// Why a start failed: the server refused the handshake (worth another
 /// lifecycle), or anything else.
 enum Failure {
@@ -119,6 +123,10 @@ enum State {
     },
 }
 
+/// What takes a child's listing when it was started again: the gateway,
+/// which holds it to the lock before the child is reached.
+pub type OnListed = Box<dyn Fn(usize, Vec<Value>) + Send + Sync>;
+
 /// One child server and its state.
 pub struct Child {
     pub spec: ServerSpec,
@@ -126,6 +134,18 @@ pub struct Child {
     start_timeout: Duration,
     events: mpsc::UnboundedSender<Event>,
     state: Mutex<State>,
+    /// Set once by the gateway ([`Child::on_listed`]).
+    listed: std::sync::OnceLock<OnListed>,
+}
+
+/// What became of a call handed to [`Child::call`].
+pub enum Called {
+    /// The server's result, or an error result saying why there is none.
+    Answered(CallToolResult),
+    /// Not sent: once the server was reached, `admit` refused the call
+    /// (with this result), as the server had been started again with tools
+    /// the call may no longer reach.
+    Refused(CallToolResult),
 }
 
 /// How long to wait after `failures` failures in a row.
@@ -155,7 +175,17 @@ impl Child {
                 failures: 0,
                 retry_at: Instant::now(),
             }),
+            listed: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Hands every listing the child makes when it is started again on
+    /// demand to `listed`, before anything reaches the child: the gateway
+    /// puts it in its registry, marked against the lock, so that a call
+    /// waiting for the child is decided on the tools it serves now. Set
+    /// once; later calls change nothing.
+    pub fn on_listed(&self, listed: OnListed) {
+        let _ = self.listed.set(listed);
     }
 
     pub fn name(&self) -> &str {
@@ -434,12 +464,20 @@ impl Child {
         } else {
             log!("note: restarting server `{}`", self.name());
         }
-        if let Err(e) = self.start_locked(&mut state).await {
-            log!("error: {e}");
-            return Err(e);
-        }
+        let tools = match self.start_locked(&mut state).await {
+            Ok(tools) => tools,
+            Err(e) => {
+                log!("error: {e}");
+                return Err(e);
+            }
+        };
         let done = if remote { "reconnected" } else { "restarted" };
         log!("note: server `{}` {done}", self.name());
+        // Installed while the state is locked: no caller gets the peer
+        // before the registry holds what the child lists now.
+        if let Some(listed) = self.listed.get() {
+            listed(self.index, tools);
+        }
         let _ = self.events.send(Event::ToolsChanged(self.index));
         match &*state {
             State::Up(service) => Ok(service.peer().clone()),
@@ -447,36 +485,53 @@ impl Child {
         }
     }
 
-    /// Forwards one call; every failure is an error result naming the server.
+    /// Forwards one call; every failure is an error result naming the
+    /// server. `admit` is asked once the server is reached, right before
+    /// each attempt is sent (a restart on the way may have changed the
+    /// tools): a result it gives is the call's instead, and nothing is sent.
     pub async fn call(
         &self,
         tool: &str,
         arguments: Option<JsonObject>,
         timeout: Duration,
-    ) -> CallToolResult {
+        admit: &(dyn Fn() -> Option<CallToolResult> + Sync),
+    ) -> Called {
         let mut params = CallToolRequestParams::new(tool.to_string());
         params.arguments = arguments;
         // Only a remote server can lose the session, so only its calls keep
         // a copy of the arguments for a second attempt.
         let again = matches!(self.spec.transport, Transport::Http { .. }).then(|| params.clone());
-        let mut outcome = self.call_once(params, timeout).await;
+        let mut outcome = self.call_once(params, timeout, admit).await;
         // A remote server that answers "no such session" has restarted and
         // has not seen the call: reconnect (which lists its tools again)
         // and send the call once more.
-        if let (Ok(Err(e)), Some(params)) = (&outcome, again)
+        if let (Ok(Ok(Err(e))), Some(params)) = (&outcome, again)
             && session_expired(e)
         {
-            outcome = self.call_once(params, timeout).await;
+            outcome = self.call_once(params, timeout, admit).await;
         }
         match outcome {
-            Err(e) => error_result(format!("{e} (tool `{tool}` not called)")),
-            Ok(Ok(Some(result))) => result,
-            Ok(Ok(None)) => error_result(format!(
+            Ok(Err(refused)) => Called::Refused(refused),
+            Err(e) => Called::Answered(error_result(format!("{e} (tool `{tool}` not called)"))),
+            Ok(Ok(sent)) => Called::Answered(self.answer(tool, sent, timeout)),
+        }
+    }
+
+    /// The result of a call that was sent, in words where it failed.
+    fn answer(
+        &self,
+        tool: &str,
+        outcome: Result<Option<CallToolResult>, ServiceError>,
+        timeout: Duration,
+    ) -> CallToolResult {
+        match outcome {
+            Ok(Some(result)) => result,
+            Ok(None) => error_result(format!(
                 "server `{}` did not answer `{tool}` within {}",
                 self.name(),
                 secs(timeout)
             )),
-            Ok(Err(ServiceError::TransportClosed)) => error_result(match self.spec.transport {
+            Err(ServiceError::TransportClosed) => error_result(match self.spec.transport {
                 Transport::Stdio { .. } => format!(
                     "server `{}` exited or closed its output during `{tool}`; it is started \
                      again for the next call",
@@ -489,13 +544,13 @@ impl Child {
                     self.name()
                 ),
             }),
-            Ok(Err(ServiceError::McpError(error))) => error_result(format!(
+            Err(ServiceError::McpError(error)) => error_result(format!(
                 "server `{}` failed on `{tool}`: {} (JSON-RPC error {})",
                 self.name(),
                 error.message,
                 error.code.0
             )),
-            Ok(Err(e)) => error_result(format!(
+            Err(e) => error_result(format!(
                 "server `{}` failed on `{tool}`: {}",
                 self.name(),
                 self.error_text(&e)
@@ -504,17 +559,32 @@ impl Child {
     }
 
     /// One attempt of [`Child::call`]: `Err` when the server cannot be
-    /// reached (the call not sent), `Ok(Ok(None))` when it did not answer
-    /// within `timeout`. A transport failure marks the server down, and so
-    /// does a session the server no longer knows.
+    /// reached and `Ok(Err)` when `admit` refused the call (neither sent),
+    /// `Ok(Ok(Ok(None)))` when it did not answer within `timeout`. A
+    /// transport failure marks the server down, and so does a session the
+    /// server no longer knows.
     async fn call_once(
         &self,
         params: CallToolRequestParams,
         timeout: Duration,
-    ) -> Result<Result<Option<CallToolResult>, ServiceError>, String> {
+        admit: &(dyn Fn() -> Option<CallToolResult> + Sync),
+    ) -> Result<Attempt, String> {
         let peer = self.peer().await?;
+        if let Some(refused) = admit() {
+            return Ok(Err(refused));
+        }
+        Ok(Ok(self.send(&peer, params, timeout).await))
+    }
+
+    /// Sends one call to a reached server.
+    async fn send(
+        &self,
+        peer: &Peer<RoleClient>,
+        params: CallToolRequestParams,
+        timeout: Duration,
+    ) -> Result<Option<CallToolResult>, ServiceError> {
         match tokio::time::timeout(timeout, peer.call_tool(params)).await {
-            Ok(Ok(result)) => Ok(Ok(Some(result))),
+            Ok(Ok(result)) => Ok(Some(result)),
             Ok(Err(e)) => {
                 // A request the transport could not carry: the server has
                 // gone (a process that exited, an HTTP server that no longer
@@ -529,9 +599,9 @@ impl Child {
                 } else if lost || peer.is_transport_closed() {
                     self.mark_down(lost).await;
                 }
-                Ok(Err(e))
+                Err(e)
             }
-            Err(_) => Ok(Ok(None)),
+            Err(_) => Ok(None),
         }
     }
 
@@ -598,7 +668,7 @@ pub fn error_result(text: String) -> CallToolResult {
 const STDERR_LINE_BYTES: u64 = 64 * 1024;
 
 /// Copies a child's standard error to ours, one whole line at a time, each
-/// prefixed with the server's name; bytes that are not UTF-8 are replaced.
+/// as [`stderr_line`] writes it.
 async fn copy_stderr(name: String, stderr: tokio::process::ChildStderr) {
     let mut reader = BufReader::new(stderr);
     let mut line = Vec::new();
@@ -607,18 +677,47 @@ async fn copy_stderr(name: String, stderr: tokio::process::ChildStderr) {
         let mut piece = (&mut reader).take(STDERR_LINE_BYTES);
         match piece.read_until(b'\n', &mut line).await {
             Ok(0) | Err(_) => break,
-            Ok(_) => {
-                let text = String::from_utf8_lossy(&line);
-                let text = text.trim_end_matches(['\n', '\r']);
-                log!("[{name}] {text}");
-            }
+            Ok(_) => super::log::line(stderr_line(&name, &line)),
         }
     }
+}
+
+/// One line of a child's standard error as the gateway writes it: prefixed
+/// with the server's name, bytes that are not UTF-8 replaced, its line end
+/// (`\n` or `\r\n`) dropped, and every other control or invisible character
+/// shown escaped (`\u{1b}`). A server's text is not the gateway's: copied
+/// raw, an escape sequence, a carriage return or a backspace could erase
+/// or rewrite the warning about its tools above it, retitle the terminal or
+/// write the clipboard.
+fn stderr_line(name: &str, raw: &[u8]) -> String {
+    let text = String::from_utf8_lossy(raw);
+    let text = text.strip_suffix('\n').unwrap_or(&text);
+    let text = text.strip_suffix('\r').unwrap_or(text);
+    format!(
+        "[{}] {}",
+        crate::chars::escape_name(name),
+        crate::chars::escape(text)
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn standard_error_lines_show_escapes_instead_of_acting() {
+        assert_eq!(stderr_line("fx", b"plain\ttext\r\n"), "[fx] plain\ttext");
+        assert_eq!(
+            stderr_line(
+                "fx",
+                b"\x1b[1A\x1b[2K\rall fine\x08\x1b]0;title\x07\xff\xc2\x9b\xe2\x80\xae\n"
+            ),
+            "[fx] \\u{1b}[1A\\u{1b}[2K\\u{d}all fine\\u{8}\\u{1b}]0;title\\u{7}\u{fffd}\\u{9b}\\u{202e}"
+        );
+        // A line cut at its limit, without its end, is escaped the same.
+        assert_eq!(stderr_line("fx", b"cut\r"), "[fx] cut");
+        assert_eq!(stderr_line("fx", b"\r\r\n"), "[fx] \\u{d}");
+    }
 
     #[test]
     fn backoff_doubles_to_its_cap() {

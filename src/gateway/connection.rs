@@ -27,7 +27,7 @@ use serde_json::Value;
 use crate::runtime::{CallOutcome, Delivery, ResultStatus, Session};
 use crate::{Context, Tool};
 
-use super::child::error_result;
+use super::child::{Called, error_result};
 use super::{Exposure, Gateway, catalog};
 
 /// The first protocol revision that forbids the tool list changing as a side
@@ -261,6 +261,23 @@ impl Connection {
         }
     }
 
+    /// The result text of a call that is not forwarded. A request without
+    /// a session cannot search first and call after, so a tool the lock
+    /// defers is never called there: the text says where it can be.
+    fn refusal_text(&self, outcome: CallOutcome, name: &str) -> String {
+        if self.stateless && outcome == CallOutcome::Unread {
+            return format!(
+                "Tool `{}` not found: its definition changed, and a request without a session \
+                 cannot read the new one before calling it. Call it in a session, after a \
+                 search or a load there has shown it.",
+                crate::runtime::catalog::sanitize(name)
+            );
+        }
+        outcome
+            .not_found_text(name)
+            .unwrap_or_else(|| format!("Tool `{}` not found.", crate::chars::escape(name)))
+    }
+
     /// A call of a registry tool: the session decides, the child answers.
     async fn forward(
         &self,
@@ -281,7 +298,7 @@ impl Connection {
         };
         let route = match outcome {
             CallOutcome::Allowed => self.gateway.route(name),
-            CallOutcome::NotFound { .. } => None,
+            CallOutcome::NotFound { .. } | CallOutcome::Unread => None,
         };
         let Some((child, tool)) = route else {
             if outcome
@@ -292,15 +309,23 @@ impl Connection {
             {
                 let _ = peer.notify_tool_list_changed().await;
             }
-            let text = outcome
-                .not_found_text(name)
-                .unwrap_or_else(|| format!("Tool `{}` not found.", crate::chars::escape(name)));
-            return error_result(text);
+            return error_result(self.refusal_text(outcome, name));
+        };
+        // Decided again once the server is reached: one that this call
+        // started again was listed, and held to the lock, on the way.
+        let admit = || match lock(&self.session).confirm_call(engine, name, self.stateless) {
+            Ok(CallOutcome::Allowed) => None,
+            Ok(outcome) => Some(error_result(self.refusal_text(outcome, name))),
+            Err(e) => Some(error_result(e.to_string())),
         };
         let started = std::time::Instant::now();
-        let result = child
-            .call(&tool, arguments, self.gateway.options.call_timeout)
+        let called = child
+            .call(&tool, arguments, self.gateway.options.call_timeout, &admit)
             .await;
+        let result = match called {
+            Called::Answered(result) => result,
+            Called::Refused(result) => return result,
+        };
         let status = if result.is_error == Some(true) {
             ResultStatus::Error
         } else {

@@ -149,6 +149,14 @@ impl Gateway {
             lists: connection::SharedLists::default(),
         });
         gateway.rebuild();
+        for child in &gateway.children {
+            let gateway = Arc::downgrade(&gateway);
+            child.on_listed(Box::new(move |index, listed| {
+                if let Some(gateway) = gateway.upgrade() {
+                    gateway.install(index, listed);
+                }
+            }));
+        }
         (gateway, started.report, started.events)
     }
 
@@ -373,18 +381,23 @@ impl Gateway {
             return;
         };
         match child.list_tools().await {
-            Ok(listed) => {
-                // A listing the same as the last changes nothing and tells
-                // nobody: no rebuild, no `tools/list_changed` to clients.
-                match lock(&self.tools).get_mut(index) {
-                    Some(slot) if *slot != listed => *slot = listed,
-                    _ => return,
-                }
-                self.rebuild();
-                drop(self.lint(false));
-            }
+            Ok(listed) => self.install(index, listed),
             Err(e) => log!("warning: {e}"),
         }
+    }
+
+    /// Puts child `index`'s new listing in the registry, marked against the
+    /// lock, when it differs from the last: what a re-listing does, and
+    /// what a child started again on demand does before any call reaches
+    /// it. A listing the same as the last changes nothing and tells
+    /// nobody: no rebuild, no `tools/list_changed` to clients.
+    fn install(&self, index: usize, listed: Vec<Value>) {
+        match lock(&self.tools).get_mut(index) {
+            Some(slot) if *slot != listed => *slot = listed,
+            _ => return,
+        }
+        self.rebuild();
+        drop(self.lint(false));
     }
 
     /// Follows the children's events until every sender is gone. A change

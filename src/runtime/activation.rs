@@ -328,6 +328,12 @@ pub enum CallOutcome {
     /// deferred and `on_miss = "activate"` declares it from the next step, so
     /// a retry works.
     NotFound { declared_next_step: bool },
+    /// The tool is deferred because its definition is not the one the
+    /// policy's lock holds (`unlocked = "defer"`): it is called only once a
+    /// search or a load has returned its new definition, so a direct call
+    /// never loads it, whatever `on_miss` says. It fails as not found, and
+    /// the text says to search or load it first.
+    Unread,
 }
 
 impl CallOutcome {
@@ -339,7 +345,8 @@ impl CallOutcome {
         let name = match self {
             CallOutcome::NotFound {
                 declared_next_step: true,
-            } => sanitize(tool),
+            }
+            | CallOutcome::Unread => sanitize(tool),
             _ => cut(&sanitize(tool), ECHO_CHARS),
         };
         match self {
@@ -352,6 +359,11 @@ impl CallOutcome {
             CallOutcome::NotFound {
                 declared_next_step: false,
             } => Some(format!("Tool `{name}` not found.")),
+            CallOutcome::Unread => Some(format!(
+                "Tool `{name}` not found: its definition changed, so it is called only once \
+                 a search or a load has shown you the new one. Search for it or load it by \
+                 name, read what it says now, then call it."
+            )),
         }
     }
 }

@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::decision::{CauseKind, Context, ContextError, Exposure, ItemRef};
 use crate::registry::{Skill, Tool};
-use crate::settings::Settings;
+use crate::settings::{Settings, Unlocked};
 
 use super::catalog;
 use super::engine::{Snapshot, meter_len, tokens_of_len};
@@ -211,6 +211,18 @@ impl BasePlan {
     /// deferred by policy in this context is declared through activation.
     pub fn declares_activated(&self, i: u32) -> bool {
         self.state(i) == ToolState::Deferred
+    }
+
+    /// Whether tool `i` is deferred because its definition is not the one
+    /// the policy's lock holds (`unlocked = "defer"`): the model reads its
+    /// new definition, from a search or a load, before it may call it.
+    /// Such a tool is deferred by the lock line of the procedure, which
+    /// comes before every `NoDefer` and switch, so its mark and the
+    /// setting say it all.
+    pub fn unread(&self, tools: &[Tool], i: u32) -> bool {
+        self.state(i) == ToolState::Deferred
+            && self.settings.unlocked == Unlocked::Defer
+            && tools.get(i as usize).is_some_and(|t| t.unlocked)
     }
 
     /// A registry index's state; an index out of range counts as hidden.

@@ -98,12 +98,18 @@ impl Session {
         }
     }
 
+    /// A persisted session in `snap`. Evidence of a tool the lock defers
+    /// is dropped: the state holds names, not the definitions the model
+    /// read, so a tool that changed while the session was away is read
+    /// again, by a search or a load, before it is called.
     pub(crate) fn from_state(state: SessionState, snap: &Snapshot) -> Session {
         let registry = snap.registry();
+        let base = snap.base(&state.context).ok();
         let indices = state
             .evidence
             .iter()
-            .filter_map(|n| registry.index_of(n).map(|i| i as u32));
+            .filter_map(|n| registry.index_of(n).map(|i| i as u32))
+            .filter(|&i| !base.as_ref().is_some_and(|b| b.unread(registry.tools(), i)));
         Session {
             context: state.context,
             registry: Arc::clone(snap.registry_arc()),
@@ -568,26 +574,76 @@ impl Session {
     /// A call decided without memory, for a front end serving requests that
     /// belong to no session (docs/gateway.md): any tool the context does not hide
     /// may run, deferred or not; deferral shapes the list, the hidden set is
-    /// the boundary. Nothing is activated; the audit log sees the call as
-    /// [`Session::call`] writes it.
+    /// the boundary. The one exception is a tool the lock defers
+    /// ([`CallOutcome::Unread`]): with no memory, nothing shows that its new
+    /// definition was read. Nothing is activated; the audit log sees the
+    /// call as [`Session::call`] writes it.
     pub fn call_without_memory(
         &mut self,
         engine: &Engine,
         tool: &str,
     ) -> Result<CallOutcome, ContextError> {
+        let outcome = self.decide_without_memory(engine, tool)?;
+        Ok(self.audit_call(engine, tool, outcome))
+    }
+
+    fn decide_without_memory(
+        &mut self,
+        engine: &Engine,
+        tool: &str,
+    ) -> Result<CallOutcome, ContextError> {
         let (snap, base) = self.prepare(engine)?;
-        let allowed = snap
-            .registry()
-            .index_of(tool)
-            .is_some_and(|i| base.state(i as u32) != ToolState::Hidden);
-        let outcome = if allowed {
-            CallOutcome::Allowed
-        } else {
-            CallOutcome::NotFound {
+        let tools = snap.registry().tools();
+        Ok(match snap.registry().index_of(tool).map(|i| i as u32) {
+            Some(i) if base.unread(tools, i) => CallOutcome::Unread,
+            Some(i) if base.state(i) != ToolState::Hidden => CallOutcome::Allowed,
+            _ => CallOutcome::NotFound {
                 declared_next_step: false,
+            },
+        })
+    }
+
+    /// A call allowed a moment ago, decided again just before a front end
+    /// sends it on: the registry may have changed while the call waited (a
+    /// server that the call itself started again, listing other
+    /// definitions). Nothing is activated, whatever `on_miss` says.
+    /// `without_memory` is as the first decision was made
+    /// ([`Session::call_without_memory`]). When the call is no longer
+    /// allowed, its `call` event is written as refused, with what decides
+    /// the tool now, and the outcome says what the call gets instead.
+    pub fn confirm_call(
+        &mut self,
+        engine: &Engine,
+        tool: &str,
+        without_memory: bool,
+    ) -> Result<CallOutcome, ContextError> {
+        let outcome = if without_memory {
+            self.decide_without_memory(engine, tool)?
+        } else {
+            let (snap, base) = self.prepare(engine)?;
+            let i = snap.registry().index_of(tool).map(|i| i as u32);
+            match i.map(|i| (i, base.state(i))) {
+                Some((_, ToolState::Declared)) => CallOutcome::Allowed,
+                Some((i, ToolState::Deferred)) if self.is_activated(i) => CallOutcome::Allowed,
+                Some((i, ToolState::Deferred)) if base.unread(snap.registry().tools(), i) => {
+                    CallOutcome::Unread
+                }
+                _ => CallOutcome::NotFound {
+                    declared_next_step: false,
+                },
             }
         };
-        Ok(self.audit_call(engine, tool, outcome))
+        if outcome != CallOutcome::Allowed {
+            let waiting = self.audit.as_mut().and_then(|a| {
+                let at = a.pending.iter().position(|(t, _)| t == tool)?;
+                Some(a.pending.remove(at))
+            });
+            if waiting.is_some() {
+                let cause = self.cause_of(&engine.snapshot(), tool);
+                self.emit(|| call_event(tool.into(), Outcome::NotFound, cause, false, None, None));
+            }
+        }
+        Ok(outcome)
     }
 
     /// Writes a decided call's audit event (an allowed one waits for its
@@ -606,6 +662,16 @@ impl Session {
                         self.emit(|| call_event(tool, Outcome::Allowed, cause, false, None, None));
                     }
                 }
+                CallOutcome::Unread => self.emit(|| {
+                    call_event(
+                        tool.to_string(),
+                        Outcome::NotFound,
+                        cause,
+                        false,
+                        None,
+                        None,
+                    )
+                }),
                 CallOutcome::NotFound { declared_next_step } => self.emit(|| {
                     call_event(
                         tool.to_string(),
@@ -631,6 +697,9 @@ impl Session {
         Ok(match base.state(i) {
             ToolState::Declared => CallOutcome::Allowed,
             ToolState::Deferred if self.is_activated(i) => CallOutcome::Allowed,
+            // Declaring it from the next step would let it be called on
+            // the definition the model read before it changed.
+            ToolState::Deferred if base.unread(snap.registry().tools(), i) => CallOutcome::Unread,
             ToolState::Deferred
                 if base.settings.on_miss == OnMiss::Activate
                     && u32::from(self.misses) < base.settings.max_activations =>

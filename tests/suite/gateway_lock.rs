@@ -417,3 +417,255 @@ fn a_tool_changed_back_to_its_locked_definition_is_served_again() {
     // The tool the lock never had stays hidden.
     assert_not_found(&g.call("fx__pulled", json!({})), "fx__pulled");
 }
+
+/// Under `unlocked = "defer"` and the default `on_miss = "activate"`, a
+/// changed tool is not loaded by a direct call: however often it is called,
+/// directly or through `call_tool`, it is not reached until a search or a
+/// load has shown its new definition, and the refusal says so.
+#[test]
+fn with_unlocked_defer_a_direct_call_does_not_load_a_changed_tool() {
+    let mut g = locked(
+        "lock-defer-miss",
+        "unlocked = \"defer\"\nNoDefer(fx__note, fx__rugpull)\nDefer(*)\n",
+        &[],
+    );
+    pull(&mut g);
+    for _ in 0..2 {
+        for name in ["fx__note", "fx__write"] {
+            let r = g.call(name, json!({"text": "x"}));
+            assert_not_found(&r, name);
+            assert!(text(&r).contains("load it by name"), "{r}");
+            assert_not_found(&through(&mut g, name), name);
+        }
+    }
+    // A tool deferred by policy alone still follows `on_miss`.
+    let r = g.call("fx__echo", json!({"text": "x"}));
+    assert!(text(&r).contains("loaded now"), "{r}");
+    assert!(!is_error(&through(&mut g, "fx__echo")));
+    let r = load(&mut g, &["fx__note"]);
+    assert!(text(&r).contains("fx__note"), "{r}");
+    assert!(!is_error(&through(&mut g, "fx__note")));
+}
+
+/// A locked gateway listening on a free loopback port.
+fn locked_listening(tag: &str, policy: &str) -> crate::gateway_listen::Listening {
+    let dir = temp_dir(tag);
+    let text = format!("lock = \"tools.lock\"\n{policy}");
+    let (p, s) = files(&dir, &text, &[("fx", fixture(TOOLS, &[]))]);
+    lock_servers(&p, &s);
+    let path = dir.to_path_buf();
+    let gw = Gateway::spawn(&file_args(&p, &s, &["--listen", "127.0.0.1:0"])).holding(dir);
+    assert!(
+        gw.wait_stderr("serving MCP over HTTP at http://", 1),
+        "{}",
+        gw.stderr()
+    );
+    let err = gw.stderr();
+    let addr = err
+        .split("serving MCP over HTTP at http://")
+        .nth(1)
+        .and_then(|rest| rest.split("/mcp").next())
+        .unwrap()
+        .to_string();
+    crate::gateway_listen::Listening {
+        gw,
+        addr,
+        dir: path,
+    }
+}
+
+/// Over HTTP, a request without a session has no memory of a search, so it
+/// never reaches a tool `unlocked = "defer"` holds back, by any path, and
+/// the refusal says to use a session; a session reaches it once a search
+/// of its own has shown the new definition, never by `on_miss`.
+#[test]
+fn over_http_a_changed_deferred_tool_is_called_only_in_a_session_that_read_it() {
+    use crate::gateway_listen::{Session, stateless_call};
+    let l = locked_listening(
+        "lock-defer-http",
+        "unlocked = \"defer\"\nNoDefer(fx__note, fx__rugpull)\nDefer(*)\n",
+    );
+    let r = stateless_call(&l.addr, &[], "fx__note", json!({"text": "x"}));
+    assert!(!is_error(&r), "locked, so served: {r}");
+    let mut a = Session::open(&l.addr);
+    assert_eq!(text(&a.call("fx__rugpull", json!({}))), "rugpull: changed");
+    assert!(
+        l.gw.wait_stderr("tool `fx__pulled` added after start", 1),
+        "{}",
+        l.gw.stderr()
+    );
+    for _ in 0..2 {
+        for (name, arguments) in [
+            ("fx__note", json!({"text": "x"})),
+            (
+                "call_tool",
+                json!({"name": "fx__note", "arguments": {"text": "x"}}),
+            ),
+            ("fx__write", json!({"text": "x"})),
+        ] {
+            let r = stateless_call(&l.addr, &[], name, arguments.clone());
+            assert!(is_error(&r), "{name} reached without a session: {r}");
+            assert!(text(&r).contains("not found"), "{r}");
+            assert!(text(&r).contains("session"), "{r}");
+            let r = a.call(name, arguments);
+            assert!(is_error(&r), "{name} reached before a search: {r}");
+        }
+    }
+    // A search without a session shows the new definition, and still no
+    // later request without one reaches the tool.
+    let found = stateless_call(
+        &l.addr,
+        &[],
+        "tool_search",
+        json!({"query": "", "names": ["fx__note"]}),
+    );
+    assert!(text(&found).contains("fx__note"), "{found}");
+    let r = stateless_call(&l.addr, &[], "fx__note", json!({"text": "x"}));
+    assert!(is_error(&r), "{r}");
+    // A tool the lock holds is reached without a session as before.
+    let r = stateless_call(&l.addr, &[], "fx__echo", json!({"text": "x"}));
+    assert!(!is_error(&r), "{r}");
+    // The session's own search: from then on it calls the tool.
+    let found = a.call("tool_search", json!({"query": "", "names": ["fx__note"]}));
+    assert!(text(&found).contains("fx__note"), "{found}");
+    let r = a.call(
+        "call_tool",
+        json!({"name": "fx__note", "arguments": {"text": "x"}}),
+    );
+    assert!(!is_error(&r), "{r}");
+}
+
+/// The tools of the restart tests: [`TOOLS`] and `crash`, which makes the
+/// fixture exit.
+const RESTART_TOOLS: &str = "echo,note,write,delete,rugpull,restore,crash";
+
+/// A locked gateway whose server comes back changed: the fixture runs
+/// through a shell that starts it as after `rugpull` once the file
+/// `changed` exists in the gateway's folder.
+#[cfg(unix)]
+fn locked_restarting(tag: &str, policy: &str) -> (Gateway, std::path::PathBuf) {
+    let dir = temp_dir(tag);
+    let marker = dir.join("changed");
+    let mut entry = fixture(RESTART_TOOLS, &[]);
+    entry["env"]["FIXTURE_BIN"] = json!(fixture_bin());
+    entry["env"]["MARKER"] = json!(marker);
+    entry["command"] = json!("sh");
+    entry["args"] = json!([
+        "-c",
+        "if [ -e \"$MARKER\" ]; then export FIXTURE_PULLED=1; fi; exec \"$FIXTURE_BIN\""
+    ]);
+    let text = format!("lock = \"tools.lock\"\n{policy}");
+    let (p, s) = files(&dir, &text, &[("fx", entry)]);
+    lock_servers(&p, &s);
+    let log = dir.join("audit.jsonl");
+    let log = log.to_str().unwrap();
+    let g = Gateway::connect(&file_args(&p, &s, &["--audit", log]), "2025-11-25").holding(dir);
+    (g, marker)
+}
+
+/// Makes the fixture exit, to come back changed at the next call.
+#[cfg(unix)]
+fn crash_changed(g: &mut Gateway, marker: &std::path::Path) {
+    std::fs::write(marker, "").unwrap();
+    let r = g.call("fx__crash", json!({}));
+    assert!(is_error(&r), "{r}");
+}
+
+/// A server restarted by a call comes back with other definitions: it is
+/// listed and held to the lock before that call is forwarded, so the call
+/// that brought it back is refused as not found (under `hide`), the change
+/// is named first, and a tool that did not change is called as before.
+#[test]
+#[cfg(unix)]
+fn the_call_that_restarts_a_changed_server_is_held_to_the_lock() {
+    let (mut g, marker) = locked_restarting("lock-restart-hide", "NoDefer(*)\n");
+    assert!(!is_error(&g.call("fx__note", json!({"text": "x"}))));
+    crash_changed(&mut g, &marker);
+    let r = g.call("fx__note", json!({"text": "x"}));
+    assert_not_found(&r, "fx__note");
+    assert!(
+        g.wait_stderr(
+            "tool `fx__note` changed after start: description; the lock does not hold it: hidden",
+            1
+        ),
+        "{}",
+        g.stderr()
+    );
+    let err = g.stderr();
+    assert!(err.contains("restarted"), "{err}");
+    assert_not_found(&g.call("fx__write", json!({"text": "x"})), "fx__write");
+    assert!(!is_error(&g.call("fx__echo", json!({"text": "x"}))));
+    // The audit log has the call refused, by the lock, not forwarded.
+    assert_eq!(g.finish(), Some(0), "{}", g.stderr());
+    let log = std::fs::read_to_string(marker.with_file_name("audit.jsonl")).unwrap();
+    let calls: Vec<Value> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["event"] == "call" && e["tool"] == "fx__note")
+        .collect();
+    assert_eq!(calls.len(), 2, "{log}");
+    assert_eq!(calls[0]["outcome"], "allowed", "{log}");
+    assert_eq!(calls[1]["outcome"], "not_found", "{log}");
+    assert_eq!(calls[1]["cause"]["kind"], "lock", "{log}");
+    assert!(calls[1].get("server").is_none(), "{log}");
+}
+
+/// Under `unlocked = "defer"`, a tool the model loaded and called is
+/// refused by the call that restarts its server changed, through
+/// `call_tool` as directly, until a search shows the new definition.
+#[test]
+#[cfg(unix)]
+fn a_loaded_tool_whose_server_restarts_changed_is_read_again_first() {
+    let (mut g, marker) = locked_restarting(
+        "lock-restart-defer",
+        "unlocked = \"defer\"\nNoDefer(fx__crash)\nDefer(*)\n",
+    );
+    let r = load(&mut g, &["fx__write", "fx__echo"]);
+    assert!(text(&r).contains("fx__write"), "{r}");
+    assert!(!is_error(&through(&mut g, "fx__write")));
+    crash_changed(&mut g, &marker);
+    let r = through(&mut g, "fx__write");
+    assert_not_found(&r, "fx__write");
+    assert!(
+        g.wait_stderr("tool `fx__write` changed after start: input schema", 1),
+        "{}",
+        g.stderr()
+    );
+    assert!(!is_error(&through(&mut g, "fx__echo")));
+    let r = load(&mut g, &["fx__write"]);
+    assert!(
+        text(&r).contains("\"note\""),
+        "the new parameter is shown: {r}"
+    );
+    assert!(!is_error(&through(&mut g, "fx__write")));
+}
+
+/// A server's standard error reaches the gateway's escaped: a rug-pulling
+/// server cannot erase the lock's warning above its line, retitle the
+/// terminal or write the clipboard; its text stays readable.
+#[test]
+#[cfg(unix)]
+fn a_servers_standard_error_cannot_rewrite_the_terminal() {
+    let dir = temp_dir("lock-stderr");
+    let mut entry = fixture(TOOLS, &[]);
+    entry["env"]["FIXTURE_BIN"] = json!(fixture_bin());
+    entry["command"] = json!("sh");
+    entry["args"] = json!([
+        "-c",
+        "printf 'tab\\there\\033]0;owned\\007\\033[1A\\033[2K\\rall fine\\b\\b\\033]52;c;aGk=\\007 end\\r\\n' >&2; exec \"$FIXTURE_BIN\""
+    ]);
+    let (p, s) = files(&dir, "NoDefer(*)\n", &[("fx", entry)]);
+    let g = Gateway::connect_files(&p, &s, "2025-11-25").holding(dir);
+    assert!(g.wait_stderr("fixture up", 1), "{}", g.stderr());
+    let err = g.stderr();
+    assert!(
+        !err.contains(['\u{1b}', '\u{7}', '\u{8}', '\r']),
+        "raw control characters copied: {err:?}"
+    );
+    assert!(
+        err.contains(
+            "[fx] tab\there\\u{1b}]0;owned\\u{7}\\u{1b}[1A\\u{1b}[2K\\u{d}all fine\\u{8}\\u{8}\\u{1b}]52;c;aGk=\\u{7} end\n"
+        ),
+        "{err:?}"
+    );
+}
