@@ -21,8 +21,8 @@ use toolpolicy::gateway::clients::{Caller, CallerKind, Clients, ClientsError, De
 
 use super::gateway_support::{TempDir, temp_dir};
 
-const ISSUER: &str = "https://id.example.com";
-const AUDIENCE: &str = "toolpolicy";
+pub const ISSUER: &str = "https://id.example.com";
+pub const AUDIENCE: &str = "toolpolicy";
 
 fn env(pairs: &[(&str, &str)]) -> toolpolicy::gateway::clients::Env {
     let pairs: Vec<(String, String)> = pairs
@@ -510,14 +510,14 @@ fn a_reload_that_fails_keeps_the_last_good_file() {
 // -------------------------------------------------------------------- JWT
 
 /// A signing key made for the test, and its public JWK.
-struct SigningKey {
+pub struct SigningKey {
     key: EncodingKey,
     alg: Algorithm,
     kid: String,
 }
 
 impl SigningKey {
-    fn new(kid: &str, alg: Algorithm) -> SigningKey {
+    pub fn new(kid: &str, alg: Algorithm) -> SigningKey {
         let pair = match alg {
             Algorithm::ES256 => rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256),
             Algorithm::ES384 => rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P384_SHA384),
@@ -547,7 +547,7 @@ impl SigningKey {
     }
 
     /// The public key as a JWK, without `alg` unless `with_alg`.
-    fn jwk(&self, with_alg: bool) -> Value {
+    pub fn jwk(&self, with_alg: bool) -> Value {
         let mut jwk = Jwk::from_encoding_key(&self.key, self.alg).unwrap();
         jwk.common.key_id = Some(self.kid.clone());
         if !with_alg {
@@ -556,7 +556,7 @@ impl SigningKey {
         serde_json::to_value(&jwk).unwrap()
     }
 
-    fn sign(&self, claims: &Value) -> String {
+    pub fn sign(&self, claims: &Value) -> String {
         self.sign_as(claims, Some(&self.kid))
     }
 
@@ -578,11 +578,11 @@ fn now() -> i64 {
         .as_secs() as i64
 }
 
-fn claims(sub: &str) -> Value {
+pub fn claims(sub: &str) -> Value {
     json!({"iss": ISSUER, "aud": AUDIENCE, "sub": sub, "exp": now() + 600, "iat": now()})
 }
 
-fn jwks(keys: &[Value]) -> String {
+pub fn jwks(keys: &[Value]) -> String {
     let set: JwkSet = serde_json::from_value(json!({"keys": keys})).unwrap();
     drop(set); // the document is one jsonwebtoken reads
     json!({"keys": keys}).to_string()

@@ -43,7 +43,9 @@ pub struct Overrides {
 
 impl Overrides {
     /// `base` (the command line's context) with these fields in its place.
-    /// An empty `grants` list is no grants, as on the command line.
+    /// A `grants` list is an allow-list even when it is empty: `[]` (or a
+    /// token's `"scope": ""`) grants nothing, as the engine reads it. Only a
+    /// field left out falls back to the command line's.
     pub fn apply(&self, base: &Context) -> Context {
         let mut c = base.clone();
         if let Some(m) = &self.mode {
@@ -56,7 +58,7 @@ impl Overrides {
             c.flags = f.clone();
         }
         if let Some(g) = &self.grants {
-            c.grants = (!g.is_empty()).then(|| g.clone());
+            c.grants = Some(g.clone());
         }
         c
     }
