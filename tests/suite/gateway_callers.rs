@@ -13,7 +13,6 @@ use jsonwebtoken::Algorithm;
 
 /// Every tool deferred, none hidden: only grants keep a tool from a caller.
 const POLICY: &str = "Defer(*)\n";
-const TOOLS: &str = "pid,secret";
 /// The tools a caller may reach, in the order [`reached`] tries them.
 const ALL: [&str; 2] = ["fx__pid", "fx__secret"];
 
@@ -132,4 +131,33 @@ fn empty_grants_in_the_jwt_defaults_grant_nothing() {
         ),
         ["fx__pid", "fx__secret"]
     );
+}
+
+#[test]
+fn a_mapped_claim_no_token_carries_is_said_once() {
+    let keys = temp_dir("callers-unseen-keys");
+    let key = SigningKey::new("k", Algorithm::ES256);
+    // The issuer writes `…/grants`; the file names `…/grant`.
+    let file = json!({
+        "jwt": {"issuer": ISSUER, "audience": AUDIENCE, "jwks_file": jwks_file(&keys, &key),
+                "claims": {"mode": "tp_mode", "grants": "https://toolpolicy.example.com/grant"},
+                "defaults": {"grants": ["fx__pid"]}}});
+    let l = Listening::with_clients(POLICY, &file, &[], &[]);
+    for sub in ["a", "b", "c"] {
+        let t = token(
+            &key,
+            sub,
+            json!({"tp_mode": "m", "https://toolpolicy.example.com/grants": ["fx__secret"]}),
+        );
+        assert_eq!(reached(&l.addr, &t), ["fx__pid"], "the defaults");
+    }
+    // Standard error is written in order: once the refusal after the
+    // tokens is there, so is every line their requests wrote.
+    assert_eq!(stateless(&l.addr, &[], "tools/list", json!({})).status, 401);
+    assert!(l.gw.wait_stderr("refused a request with 401", 1));
+    let err = l.gw.stderr();
+    let said = "no token accepted so far carries the claim `https://toolpolicy.example.com/grant` that `jwt.claims.grants` names";
+    assert_eq!(err.matches(said).count(), 1, "{err}");
+    // A claim the tokens carry is not worth a word.
+    assert!(!err.contains("jwt.claims.mode"), "{err}");
 }

@@ -414,7 +414,12 @@ impl Clients {
             Refusal::UnknownKey => Denied::invalid("JWT: no key with its `kid`"),
             Refusal::Other(why) => Denied::invalid(format!("JWT: {why}")),
         })?;
-        caller_from_claims(spec, &claims).map_err(|why| Denied::invalid(format!("JWT: {why}")))
+        let caller = caller_from_claims(spec, &claims)
+            .map_err(|why| Denied::invalid(format!("JWT: {why}")))?;
+        for missing in spec.claims.missing_once(&claims) {
+            log!("warning: `{}`: {missing}", self.path.display());
+        }
+        Ok(caller)
     }
 }
 
@@ -521,13 +526,13 @@ fn static_token(parsed: &file::Parsed, token: &str) -> Option<Caller> {
 /// shape refuses the token rather than falling back.
 fn caller_from_claims(spec: &jwt::JwtSpec, claims: &Value) -> Result<Caller, String> {
     let paths = &spec.claims;
-    let shown = |p: &[String]| p.join(".");
+    let shown = jwt::shown;
     let name = match jwt::claim(claims, &paths.name) {
         Some(Value::String(s)) if !s.trim().is_empty() && !s.chars().any(char::is_control) => {
             s.clone()
         }
-        Some(_) => return Err(format!("claim `{}` is not a name", shown(&paths.name))),
-        None => return Err(format!("no claim `{}`", shown(&paths.name))),
+        Some(_) => return Err(format!("claim {} is not a name", shown(&paths.name))),
+        None => return Err(format!("no claim {}", shown(&paths.name))),
     };
     let text = |path: &Option<Vec<String>>,
                 default: &Option<String>|
@@ -540,7 +545,7 @@ fn caller_from_claims(spec: &jwt::JwtSpec, claims: &Value) -> Result<Caller, Str
             Some(Value::String(s)) if !s.trim().is_empty() && !s.chars().any(char::is_control) => {
                 Ok(Some(s.clone()))
             }
-            Some(_) => Err(format!("claim `{}` is not a name", shown(path))),
+            Some(_) => Err(format!("claim {} is not a name", shown(path))),
         }
     };
     let list = |path: &Option<Vec<String>>,
@@ -551,7 +556,7 @@ fn caller_from_claims(spec: &jwt::JwtSpec, claims: &Value) -> Result<Caller, Str
         };
         let bad = || {
             format!(
-                "claim `{}` is not a string or an array of strings",
+                "claim {} is not a string or an array of strings",
                 shown(path)
             )
         };
