@@ -161,3 +161,53 @@ fn a_mapped_claim_no_token_carries_is_said_once() {
     // A claim the tokens carry is not worth a word.
     assert!(!err.contains("jwt.claims.mode"), "{err}");
 }
+
+/// A policy whose modes and flags are not every caller's business.
+const PRIVATE: &str = "\
+Defer(*)
+mode ops {
+  NoDefer(fx__pid)
+}
+mode incident-breakglass {
+  NoDefer(*)
+}
+when nightly-audit {
+  Hide(fx__secret)
+}
+";
+
+#[test]
+fn a_token_the_policy_cannot_serve_is_told_its_own_value_only() {
+    let keys = temp_dir("callers-refused-keys");
+    let key = SigningKey::new("k", Algorithm::ES256);
+    let file = json!({
+        "jwt": {"issuer": ISSUER, "audience": AUDIENCE, "jwks_file": jwks_file(&keys, &key),
+                "claims": {"mode": "tp_mode", "flags": "tp_flags"}}});
+    let l = Listening::with_clients(PRIVATE, &file, &[], &["--mode", "ops"]);
+    let cases = [
+        (json!({"tp_mode": "opz"}), "opz"),
+        (json!({"tp_flags": ["nightly-audi"]}), "nightly-audi"),
+    ];
+    for (extra, own) in cases {
+        let t = token(&key, "mallory", extra);
+        let auth = as_bearer(&t);
+        let headers: Vec<(&str, &str)> = auth.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let without = stateless(&l.addr, &headers, "tools/list", json!({}));
+        let mut session = Session::open_with(&l.addr, &headers);
+        let within = session.request("tools/list", json!({}));
+        for answer in [&without, &within] {
+            let body = &answer.body;
+            assert!(body.contains(own), "{body}");
+            assert!(body.contains("\"error\""), "{body}");
+            for private in ["breakglass", "`ops`", "nightly-audit`", "did you mean"] {
+                assert!(!body.contains(private), "`{private}` in {body}");
+            }
+        }
+    }
+    // The gateway's own log has it all, naming the caller.
+    assert!(l.gw.wait_stderr("did you mean", 4), "{}", l.gw.stderr());
+    let err = l.gw.stderr();
+    assert!(err.contains("`mallory`"), "{err}");
+    assert!(err.contains("did you mean `ops`"), "{err}");
+    assert!(err.contains("did you mean `nightly-audit`"), "{err}");
+}
