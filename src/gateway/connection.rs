@@ -25,7 +25,7 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
 
 use crate::runtime::{CallOutcome, Delivery, ResultStatus, Session};
-use crate::{Context, Tool};
+use crate::{Context, ContextError, Tool};
 
 use super::child::{Called, error_result};
 use super::{Exposure, Gateway, catalog};
@@ -62,8 +62,8 @@ pub fn notifies(version: Option<&ProtocolVersion>) -> bool {
 
 impl Connection {
     /// A connection in `ctx`; fails on a context the policy refuses.
-    pub fn new(gateway: Arc<Gateway>, ctx: Context) -> Result<Connection, String> {
-        let session = gateway.engine.session(ctx).map_err(|e| e.to_string())?;
+    pub fn new(gateway: Arc<Gateway>, ctx: Context) -> Result<Connection, ContextError> {
+        let session = gateway.engine.session(ctx)?;
         Ok(Connection {
             gateway,
             session: Mutex::new(session),
@@ -78,7 +78,7 @@ impl Connection {
     /// returns schemas but activates nothing beyond the request, and a call
     /// reaches any tool the context does not hide. Made per request and
     /// dropped with it.
-    pub fn stateless(gateway: Arc<Gateway>, ctx: Context) -> Result<Connection, String> {
+    pub fn stateless(gateway: Arc<Gateway>, ctx: Context) -> Result<Connection, ContextError> {
         let mut connection = Connection::new(gateway, ctx)?;
         connection.stateless = true;
         Ok(connection)
@@ -92,14 +92,12 @@ impl Connection {
     /// Moves the session to `ctx` when it differs (a caller's context that
     /// a reload of the clients file changed), as a mode switch does; on a
     /// context the policy refuses the session keeps its own.
-    pub fn set_context(&self, ctx: Context) -> Result<(), String> {
+    pub fn set_context(&self, ctx: Context) -> Result<(), ContextError> {
         let mut session = lock(&self.session);
         if *session.context() == ctx {
             return Ok(());
         }
-        session
-            .set_context(&self.gateway.engine, ctx)
-            .map_err(|e| e.to_string())?;
+        session.set_context(&self.gateway.engine, ctx)?;
         drop(session);
         *lock(&self.listed) = None;
         Ok(())

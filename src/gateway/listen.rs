@@ -1099,7 +1099,7 @@ impl Handler {
                 None,
             ));
         };
-        let failed = |e: String| McpError::internal_error(e, None);
+        let failed = |e: crate::ContextError| refused_context(caller, &e);
         let in_session = parts.is_some_and(|p| p.headers.contains_key(SESSION_HEADER));
         if !in_session {
             let connection =
@@ -1127,6 +1127,26 @@ impl Handler {
         *slot = Some(Arc::clone(&connection));
         Ok(connection)
     }
+}
+
+/// A caller whose context the policy refuses (a token's mode the policy
+/// does not declare) is told its own value, and no more: the help that
+/// lists the policy's modes and flags would show other callers' ones. The
+/// whole of it goes to the gateway's log.
+fn refused_context(caller: &Caller, e: &crate::ContextError) -> McpError {
+    let who = caller
+        .name
+        .as_deref()
+        .map(|n| format!(" `{}`", crate::chars::escape_name(n)))
+        .unwrap_or_default();
+    log!("error: the policy cannot serve the context of caller{who}: {e}");
+    McpError::internal_error(
+        format!(
+            "the policy cannot serve this caller's context: {}",
+            e.message
+        ),
+        None,
+    )
 }
 
 impl Drop for Handler {

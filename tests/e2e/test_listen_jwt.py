@@ -110,7 +110,7 @@ def clients_file(work, jwt_source: dict) -> list[str]:
     `view`, as the file's default is)."""
     (work / "clients.json").write_text(json.dumps({
         "jwt": {"issuer": ISSUER, "audience": AUDIENCE, **jwt_source,
-                "claims": {"mode": "tp.mode", "flags": "tp_flags"},
+                "claims": {"mode": ["tp", "mode"], "flags": "tp_flags"},
                 "defaults": {"mode": "view"}},
         "authorization_servers": [ISSUER],
     }, indent=2))

@@ -21,8 +21,8 @@ use toolpolicy::gateway::clients::{Caller, CallerKind, Clients, ClientsError, De
 
 use super::gateway_support::{TempDir, temp_dir};
 
-const ISSUER: &str = "https://id.example.com";
-const AUDIENCE: &str = "toolpolicy";
+pub const ISSUER: &str = "https://id.example.com";
+pub const AUDIENCE: &str = "toolpolicy";
 
 fn env(pairs: &[(&str, &str)]) -> toolpolicy::gateway::clients::Env {
     let pairs: Vec<(String, String)> = pairs
@@ -238,7 +238,22 @@ fn every_error_in_the_file_is_refused_with_its_path() {
         (
             json!({"jwt": {"issuer": ISSUER, "audience": AUDIENCE, "jwks_url": "https://id.example.com/jwks", "claims": {"mode": "a..b"}}}),
             "jwt.claims.mode",
-            "is not a claim path",
+            "can be read two ways",
+        ),
+        (
+            json!({"jwt": {"issuer": ISSUER, "audience": AUDIENCE, "jwks_url": "https://id.example.com/jwks", "claims": {"mode": " "}}}),
+            "jwt.claims.mode",
+            "not blank",
+        ),
+        (
+            json!({"jwt": {"issuer": ISSUER, "audience": AUDIENCE, "jwks_url": "https://id.example.com/jwks", "claims": {"mode": ["ext", ""]}}}),
+            "jwt.claims.mode[1]",
+            "expected a claim's name",
+        ),
+        (
+            json!({"jwt": {"issuer": ISSUER, "audience": AUDIENCE, "jwks_url": "https://id.example.com/jwks", "claims": {"mode": []}}}),
+            "jwt.claims.mode",
+            "an array of names for a claim inside objects",
         ),
         (
             json!({"jwt": {"issuer": ISSUER, "audience": AUDIENCE, "jwks_url": "https://id.example.com/jwks", "claims": {"modes": "m"}}}),
@@ -510,14 +525,14 @@ fn a_reload_that_fails_keeps_the_last_good_file() {
 // -------------------------------------------------------------------- JWT
 
 /// A signing key made for the test, and its public JWK.
-struct SigningKey {
+pub struct SigningKey {
     key: EncodingKey,
     alg: Algorithm,
     kid: String,
 }
 
 impl SigningKey {
-    fn new(kid: &str, alg: Algorithm) -> SigningKey {
+    pub fn new(kid: &str, alg: Algorithm) -> SigningKey {
         let pair = match alg {
             Algorithm::ES256 => rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256),
             Algorithm::ES384 => rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P384_SHA384),
@@ -547,7 +562,7 @@ impl SigningKey {
     }
 
     /// The public key as a JWK, without `alg` unless `with_alg`.
-    fn jwk(&self, with_alg: bool) -> Value {
+    pub fn jwk(&self, with_alg: bool) -> Value {
         let mut jwk = Jwk::from_encoding_key(&self.key, self.alg).unwrap();
         jwk.common.key_id = Some(self.kid.clone());
         if !with_alg {
@@ -556,7 +571,7 @@ impl SigningKey {
         serde_json::to_value(&jwk).unwrap()
     }
 
-    fn sign(&self, claims: &Value) -> String {
+    pub fn sign(&self, claims: &Value) -> String {
         self.sign_as(claims, Some(&self.kid))
     }
 
@@ -578,11 +593,11 @@ fn now() -> i64 {
         .as_secs() as i64
 }
 
-fn claims(sub: &str) -> Value {
+pub fn claims(sub: &str) -> Value {
     json!({"iss": ISSUER, "aud": AUDIENCE, "sub": sub, "exp": now() + 600, "iat": now()})
 }
 
-fn jwks(keys: &[Value]) -> String {
+pub fn jwks(keys: &[Value]) -> String {
     let set: JwkSet = serde_json::from_value(json!({"keys": keys})).unwrap();
     drop(set); // the document is one jsonwebtoken reads
     json!({"keys": keys}).to_string()
@@ -616,7 +631,7 @@ fn jwts_signed_by_a_key_of_the_jwks_file_are_accepted_with_their_claims() {
     let clients = jwt_file(
         &dir,
         &jwks(&[one.jwk(false), two.jwk(true)]),
-        json!({"claims": {"mode": "tp.mode", "bot": "tp_bot", "flags": "tp_flags", "grants": "scope"},
+        json!({"claims": {"mode": ["tp", "mode"], "bot": "tp_bot", "flags": "tp_flags", "grants": "scope"},
                "defaults": {"mode": "view", "flags": ["from-default"]}}),
     );
     let base = Context::mode("cli").with_bot("cli-bot");
@@ -681,7 +696,7 @@ fn a_token_is_named_by_the_claim_the_file_says() {
     let clients = jwt_file(
         &dir,
         &jwks(&[key.jwk(true)]),
-        json!({"claims": {"name": "ext.user"}}),
+        json!({"claims": {"name": ["ext", "user"]}}),
     );
     let mut c = claims("subject-id");
     c["ext"] = json!({"user": "erin"});
@@ -692,6 +707,80 @@ fn a_token_is_named_by_the_claim_the_file_says() {
     assert_refused(
         auth(&rt, &clients, &bearer(&key.sign(&claims("x")))),
         "no name claim",
+    );
+}
+
+#[test]
+fn a_claim_named_by_a_uri_is_found_whole() {
+    let dir = temp_dir("clients-jwt-uri");
+    let rt = runtime();
+    let key = SigningKey::new("k", Algorithm::ES256);
+    let grants = "https://toolpolicy.example.com/grants";
+    let clients = jwt_file(
+        &dir,
+        &jwks(&[key.jwk(true)]),
+        json!({"claims": {"grants": grants, "mode": "urn:example:tp.mode"},
+               "defaults": {"mode": "view", "grants": ["from-default"]}}),
+    );
+    let mut c = claims("alice");
+    c[grants] = json!(["source:mcp:github"]);
+    c["urn:example:tp.mode"] = json!("ops");
+    let ctx = auth(&rt, &clients, &bearer(&key.sign(&c)))
+        .unwrap()
+        .context(&Context::default());
+    assert_eq!(ctx.grants, Some(vec!["source:mcp:github".to_string()]));
+    assert_eq!(ctx.mode.as_deref(), Some("ops"));
+    // The nested reading of the URI's dots is not a way to reach it.
+    let mut nested = claims("bob");
+    nested["https://toolpolicy"] = json!({"example": {"com/grants": ["Read"]}});
+    let ctx = auth(&rt, &clients, &bearer(&key.sign(&nested)))
+        .unwrap()
+        .context(&Context::default());
+    assert_eq!(ctx.grants, Some(vec!["from-default".to_string()]));
+}
+
+#[test]
+fn a_claim_path_is_read_one_way_only() {
+    let dir = temp_dir("clients-jwt-paths");
+    let rt = runtime();
+    let key = SigningKey::new("k", Algorithm::ES256);
+    // An array names each member exactly: a top-level claim with a dot in
+    // its name, and a claim inside an object, side by side.
+    let clients = jwt_file(
+        &dir,
+        &jwks(&[key.jwk(true)]),
+        json!({"claims": {"mode": ["tp.mode"], "bot": ["tp", "bot"],
+                          "flags": ["https://toolpolicy.example.com/ns", "flags"]}}),
+    );
+    let mut c = claims("alice");
+    c["tp.mode"] = json!("ops");
+    c["tp"] = json!({"mode": "other", "bot": "builder"});
+    c["tp.bot"] = json!("not-this-one");
+    c["https://toolpolicy.example.com/ns"] = json!({"flags": ["readonly"]});
+    let ctx = auth(&rt, &clients, &bearer(&key.sign(&c)))
+        .unwrap()
+        .context(&Context::default());
+    assert_eq!(ctx.mode.as_deref(), Some("ops"));
+    assert_eq!(ctx.bot.as_deref(), Some("builder"));
+    assert_eq!(ctx.flags, BTreeSet::from(["readonly".to_string()]));
+
+    // A string with a dot that is not a URI could be either: refused with
+    // its JSON path, saying how to write each, every one of them at once.
+    std::fs::write(dir.join("keys").join("jwks.json"), jwks(&[key.jwk(true)])).unwrap();
+    let err = load_in(
+        &dir,
+        &json!({"jwt": {"issuer": ISSUER, "audience": AUDIENCE, "jwks_file": "keys/jwks.json",
+                        "claims": {"mode": "tp.mode", "grants": "realm_access.roles"}}}),
+        &[],
+    )
+    .unwrap_err();
+    let shown: Vec<String> = err.problems.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        shown,
+        [
+            "`jwt.claims.mode`: `tp.mode` can be read two ways: the claim named `tp.mode`, or a claim inside an object\n  help: write `[\"tp\",\"mode\"]` for a claim inside objects, or `[\"tp.mode\"]` for the claim named `tp.mode`",
+            "`jwt.claims.grants`: `realm_access.roles` can be read two ways: the claim named `realm_access.roles`, or a claim inside an object\n  help: write `[\"realm_access\",\"roles\"]` for a claim inside objects, or `[\"realm_access.roles\"]` for the claim named `realm_access.roles`",
+        ]
     );
 }
 

@@ -17,6 +17,8 @@ mod gateway;
 #[cfg(feature = "gateway")]
 mod gateway_audit;
 #[cfg(feature = "gateway")]
+mod gateway_callers;
+#[cfg(feature = "gateway")]
 mod gateway_clients;
 #[cfg(feature = "gateway")]
 mod gateway_flags;

@@ -466,8 +466,8 @@ async fn serve(
     }
     tokio::spawn(Arc::clone(&gw).follow(events));
     tokio::spawn(gateway::reload::watch(Arc::clone(&gw), hangup));
-    let connection =
-        Connection::new(Arc::clone(&gw), gw.options.context.clone()).map_err(CliError::Usage)?;
+    let connection = Connection::new(Arc::clone(&gw), gw.options.context.clone())
+        .map_err(|e| CliError::Usage(e.to_string()))?;
     let signalled = tokio::select! {
         running = connection.serve(rmcp::transport::stdio()) => {
             let running = match running {

@@ -5,6 +5,7 @@
 //! header never chooses `none`, nor HMAC with a public key.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
@@ -47,15 +48,82 @@ pub enum JwksSource {
     Url(String),
 }
 
-/// A claim path (`a.b` for a nested claim) for each field of the context,
-/// and for the caller's name.
-#[derive(Debug, Clone)]
+/// A claim path for each field of the context, and for the caller's name:
+/// the member names from the top level of the claims down, each exact
+/// (dots and all), so that a claim named by a URI is found.
+#[derive(Debug, Default)]
 pub struct ClaimPaths {
     pub name: Vec<String>,
     pub mode: Option<Vec<String>>,
     pub bot: Option<Vec<String>>,
     pub flags: Option<Vec<String>>,
     pub grants: Option<Vec<String>>,
+    /// Which of `mode`, `bot`, `flags` and `grants` an accepted token has
+    /// carried, or was said to be missing.
+    carried: [AtomicU8; 4],
+}
+
+/// A mapped claim no accepted token has carried yet, and none was said.
+const UNSEEN: u8 = 0;
+/// Said once on standard error: no accepted token carried it.
+const SAID: u8 = 1;
+/// An accepted token carried it.
+const CARRIED: u8 = 2;
+
+impl ClaimPaths {
+    /// The context fields and their paths, in the order of `carried`.
+    fn fields(&self) -> [(&'static str, Option<&Vec<String>>); 4] {
+        [
+            ("mode", self.mode.as_ref()),
+            ("bot", self.bot.as_ref()),
+            ("flags", self.flags.as_ref()),
+            ("grants", self.grants.as_ref()),
+        ]
+    }
+
+    /// For an accepted token's `claims`: a warning for each mapped claim it
+    /// lacks that no accepted token has carried, each said once. A path that
+    /// names a claim the issuer writes under another name (a namespaced
+    /// claim shortened, a nested one flattened) gives every caller the
+    /// defaults without a word otherwise.
+    pub fn missing_once(&self, claims: &Value) -> Vec<String> {
+        let mut out = Vec::new();
+        for ((field, path), state) in self.fields().into_iter().zip(&self.carried) {
+            let Some(path) = path else { continue };
+            if state.load(Ordering::Relaxed) == CARRIED {
+                continue;
+            }
+            if !matches!(claim(claims, path), None | Some(Value::Null)) {
+                state.store(CARRIED, Ordering::Relaxed);
+                continue;
+            }
+            if state
+                .compare_exchange(UNSEEN, SAID, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+            {
+                out.push(format!(
+                    "no token accepted so far carries the claim {} that `jwt.claims.{field}` names: \
+                     such a token gets `jwt.defaults.{field}`, else the command line's; a claim is \
+                     named as the issuer writes it, a namespaced one whole, a nested one as \
+                     `[\"outer\", \"inner\"]` (said once)",
+                    shown(path)
+                ));
+            }
+        }
+        out
+    }
+}
+
+/// A claim path as the clients file writes it: `tp_mode`, or
+/// `["ext", "mode"]` for a claim inside an object.
+pub fn shown(path: &[String]) -> String {
+    match path {
+        [one] => format!("`{}`", crate::chars::escape(one)),
+        _ => format!(
+            "`{}`",
+            crate::chars::escape(&serde_json::to_string(path).unwrap_or_default())
+        ),
+    }
 }
 
 /// The keys of a JWKS that can check a signature.
@@ -228,10 +296,7 @@ pub fn parse_spec(
 fn claim_paths(v: Option<&Value>, errors: &mut Vec<Problem>) -> ClaimPaths {
     let mut out = ClaimPaths {
         name: vec!["sub".into()],
-        mode: None,
-        bot: None,
-        flags: None,
-        grants: None,
+        ..ClaimPaths::default()
     };
     let m = match v {
         None => return out,
@@ -246,29 +311,8 @@ fn claim_paths(v: Option<&Value>, errors: &mut Vec<Problem>) -> ClaimPaths {
     };
     unknown_keys(m, &CLAIM_KEYS, "jwt.claims", errors);
     for (k, v) in m {
-        let path = at("jwt.claims", k);
-        let parts = match v {
-            Value::String(s) => {
-                let parts: Vec<String> = s.split('.').map(str::to_string).collect();
-                if parts.iter().any(|p| p.is_empty()) {
-                    errors.push(problem(
-                        path,
-                        format!(
-                            "`{}` is not a claim path: names joined by `.`",
-                            crate::chars::escape(s)
-                        ),
-                    ));
-                    continue;
-                }
-                parts
-            }
-            _ => {
-                errors.push(problem(
-                    path,
-                    "expected a claim path, such as `tp_mode` or `ext.mode`",
-                ));
-                continue;
-            }
+        let Some(parts) = claim_path(v, &at("jwt.claims", k), errors) else {
+            continue;
         };
         match k.as_str() {
             "name" => out.name = parts,
@@ -280,6 +324,89 @@ fn claim_paths(v: Option<&Value>, errors: &mut Vec<Problem>) -> ClaimPaths {
         }
     }
     out
+}
+
+/// One claim path, read one way only:
+///
+/// - a name, `"tp_mode"`: the top-level claim of exactly that name;
+/// - a URI, `"https://example.com/grants"` (a scheme, then `:`): the
+///   top-level claim of exactly that name, dots and all, as RFC 7519 has
+///   custom claims named and issuers write them;
+/// - an array of names, `["ext", "mode"]`: the claim `mode` inside the
+///   object claim `ext`, each name exact (`["tp.mode"]` is a top-level
+///   claim named `tp.mode`).
+///
+/// Any other string with a `.` could be the claim of that name or a claim
+/// inside an object: which one a token was read by would hang on the token,
+/// so the file is refused and says how to write each.
+fn claim_path(v: &Value, path: &str, errors: &mut Vec<Problem>) -> Option<Vec<String>> {
+    let is_name = |s: &str| !s.trim().is_empty() && !s.chars().any(char::is_control);
+    match v {
+        Value::String(s) if !is_name(s) => {
+            errors.push(problem(
+                path,
+                "a claim's name is printable text that is not blank",
+            ));
+            None
+        }
+        Value::String(s) if !s.contains('.') || is_uri(s) => Some(vec![s.clone()]),
+        Value::String(s) => {
+            let shown = crate::chars::escape_name(s);
+            let parts: Vec<&str> = s.split('.').collect();
+            let nested = if parts.iter().all(|p| !p.is_empty()) {
+                format!(
+                    "`{}` for a claim inside objects, or ",
+                    crate::chars::escape(&serde_json::to_string(&parts).unwrap_or_default()),
+                )
+            } else {
+                String::new()
+            };
+            errors.push(Problem {
+                path: path.into(),
+                message: format!(
+                    "`{shown}` can be read two ways: the claim named `{shown}`, or a claim inside an object"
+                ),
+                help: Some(format!(
+                    "write {nested}`{}` for the claim named `{shown}`",
+                    crate::chars::escape(&serde_json::to_string(&[s]).unwrap_or_default()),
+                )),
+            });
+            None
+        }
+        Value::Array(a) if !a.is_empty() => {
+            let mut parts = Vec::new();
+            for (i, v) in a.iter().enumerate() {
+                match v {
+                    Value::String(s) if is_name(s) => parts.push(s.clone()),
+                    _ => errors.push(problem(
+                        format!("{path}[{i}]"),
+                        "expected a claim's name, printable text that is not blank",
+                    )),
+                }
+            }
+            (parts.len() == a.len()).then_some(parts)
+        }
+        _ => {
+            errors.push(problem(
+                path,
+                "expected a claim's name, such as `tp_mode`, or an array of names for a claim inside objects, such as `[\"ext\", \"mode\"]`",
+            ));
+            None
+        }
+    }
+}
+
+/// Whether a claim path is a URI: a scheme (a letter, then letters,
+/// digits, `+` or `-`) and `:` with something after it, as in
+/// `https://example.com/grants` or `urn:example:grants`.
+fn is_uri(s: &str) -> bool {
+    let Some((scheme, rest)) = s.split_once(':') else {
+        return false;
+    };
+    let mut chars = scheme.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '+' || c == '-')
+        && !rest.is_empty()
 }
 
 /// Reads a JWKS file.

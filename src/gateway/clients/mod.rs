@@ -43,7 +43,9 @@ pub struct Overrides {
 
 impl Overrides {
     /// `base` (the command line's context) with these fields in its place.
-    /// An empty `grants` list is no grants, as on the command line.
+    /// A `grants` list is an allow-list even when it is empty: `[]` (or a
+    /// token's `"scope": ""`) grants nothing, as the engine reads it. Only a
+    /// field left out falls back to the command line's.
     pub fn apply(&self, base: &Context) -> Context {
         let mut c = base.clone();
         if let Some(m) = &self.mode {
@@ -56,7 +58,7 @@ impl Overrides {
             c.flags = f.clone();
         }
         if let Some(g) = &self.grants {
-            c.grants = (!g.is_empty()).then(|| g.clone());
+            c.grants = Some(g.clone());
         }
         c
     }
@@ -412,7 +414,12 @@ impl Clients {
             Refusal::UnknownKey => Denied::invalid("JWT: no key with its `kid`"),
             Refusal::Other(why) => Denied::invalid(format!("JWT: {why}")),
         })?;
-        caller_from_claims(spec, &claims).map_err(|why| Denied::invalid(format!("JWT: {why}")))
+        let caller = caller_from_claims(spec, &claims)
+            .map_err(|why| Denied::invalid(format!("JWT: {why}")))?;
+        for missing in spec.claims.missing_once(&claims) {
+            log!("warning: `{}`: {missing}", self.path.display());
+        }
+        Ok(caller)
     }
 }
 
@@ -519,13 +526,13 @@ fn static_token(parsed: &file::Parsed, token: &str) -> Option<Caller> {
 /// shape refuses the token rather than falling back.
 fn caller_from_claims(spec: &jwt::JwtSpec, claims: &Value) -> Result<Caller, String> {
     let paths = &spec.claims;
-    let shown = |p: &[String]| p.join(".");
+    let shown = jwt::shown;
     let name = match jwt::claim(claims, &paths.name) {
         Some(Value::String(s)) if !s.trim().is_empty() && !s.chars().any(char::is_control) => {
             s.clone()
         }
-        Some(_) => return Err(format!("claim `{}` is not a name", shown(&paths.name))),
-        None => return Err(format!("no claim `{}`", shown(&paths.name))),
+        Some(_) => return Err(format!("claim {} is not a name", shown(&paths.name))),
+        None => return Err(format!("no claim {}", shown(&paths.name))),
     };
     let text = |path: &Option<Vec<String>>,
                 default: &Option<String>|
@@ -538,7 +545,7 @@ fn caller_from_claims(spec: &jwt::JwtSpec, claims: &Value) -> Result<Caller, Str
             Some(Value::String(s)) if !s.trim().is_empty() && !s.chars().any(char::is_control) => {
                 Ok(Some(s.clone()))
             }
-            Some(_) => Err(format!("claim `{}` is not a name", shown(path))),
+            Some(_) => Err(format!("claim {} is not a name", shown(path))),
         }
     };
     let list = |path: &Option<Vec<String>>,
@@ -549,7 +556,7 @@ fn caller_from_claims(spec: &jwt::JwtSpec, claims: &Value) -> Result<Caller, Str
         };
         let bad = || {
             format!(
-                "claim `{}` is not a string or an array of strings",
+                "claim {} is not a string or an array of strings",
                 shown(path)
             )
         };
