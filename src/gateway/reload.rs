@@ -342,7 +342,8 @@ pub fn hangup_signal() -> Hangup {
     None
 }
 
-async fn next_hangup(h: &mut Hangup) {
+/// Waits for the next SIGHUP; never, where there is none.
+pub async fn next_hangup(h: &mut Hangup) {
     #[cfg(unix)]
     if let Some(s) = h {
         s.recv().await;
