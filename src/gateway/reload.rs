@@ -226,7 +226,7 @@ enum Look {
     /// The stamp, for the poll.
     Stamp(Stamp),
     /// The stamp before the read, and the policy read with its lock.
-    Read(Stamp, Result<Policy, Unloaded>),
+    Read(Stamp, Box<Result<Policy, Unloaded>>),
 }
 
 /// The one look at the file in flight, and whether it was reported late.
@@ -242,7 +242,7 @@ fn look(path: &Path, lock: Option<PathBuf>, read: bool) -> Pending {
         task: tokio::task::spawn_blocking(move || {
             let before = stamp(&path, lock.as_deref());
             if read {
-                Look::Read(before, load_for_reload(&path))
+                Look::Read(before, Box::new(load_for_reload(&path)))
             } else {
                 Look::Stamp(before)
             }
@@ -315,7 +315,7 @@ pub async fn watch(gateway: Arc<Gateway>, mut hangup: Hangup) {
                     Some(Look::Read(before, read)) => {
                         last = before;
                         polled = before;
-                        install(&gateway, read);
+                        install(&gateway, *read);
                     }
                     None => {}
                 }
