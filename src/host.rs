@@ -174,7 +174,7 @@ pub fn read_text(path: &str) -> Result<String, Failure> {
 
 /// The system's `No such file or directory` as a message goes on:
 /// lowercase, with the rest (the library's `64 MiB`) left as it is.
-fn lowercase_first(text: &str) -> String {
+pub(crate) fn lowercase_first(text: &str) -> String {
     let mut chars = text.chars();
     chars
         .next()

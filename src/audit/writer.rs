@@ -333,7 +333,7 @@ impl Writer {
                         (self.warn)(format!(
                             "warning: cannot write the audit log `{}`: {}; its events are lost until it can be written again",
                             self.shown(),
-                            lowercase_first(&e.to_string())
+                            crate::host::lowercase_first(&e.to_string())
                         ));
                     }
                 }
@@ -348,7 +348,7 @@ impl Writer {
             Err(e) => (self.warn)(format!(
                 "warning: cannot reopen the audit log `{}`: {}; writing on to the file already open",
                 self.shown(),
-                lowercase_first(&e.to_string())
+                crate::host::lowercase_first(&e.to_string())
             )),
         }
     }
@@ -356,15 +356,6 @@ impl Writer {
     fn shown(&self) -> String {
         crate::chars::escape(&self.path.display().to_string()).into_owned()
     }
-}
-
-/// An error as a message goes on: the system's `No space left on device`
-/// lowercase.
-fn lowercase_first(text: &str) -> String {
-    let mut chars = text.chars();
-    chars
-        .next()
-        .map_or_else(String::new, |c| c.to_lowercase().chain(chars).collect())
 }
 
 /// RFC 3339 in UTC with milliseconds: `2026-12-01T12:00:00.123Z`, which
