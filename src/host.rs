@@ -174,7 +174,7 @@ pub fn read_text(path: &str) -> Result<String, Failure> {
 
 /// The system's `No such file or directory` as a message goes on:
 /// lowercase, with the rest (the library's `64 MiB`) left as it is.
-fn lowercase_first(text: &str) -> String {
+pub(crate) fn lowercase_first(text: &str) -> String {
     let mut chars = text.chars();
     chars
         .next()
@@ -457,6 +457,33 @@ mod tests {
         let log = open_audit(dir.join("audit.jsonl").to_str().unwrap(), false).unwrap();
         drop(log);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A FIFO that no process reads is a warning at once, not a wait for a
+    /// reader (bounded here, so that a wait fails instead of hanging).
+    #[cfg(all(feature = "audit-log", unix))]
+    #[test]
+    fn an_audit_log_at_a_fifo_nobody_reads_is_a_warning_at_once() {
+        let dir = std::env::temp_dir().join(format!("toolpolicy-host-fifo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("audit.fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.is_ok_and(|s| s.success()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let path = fifo.to_str().unwrap().to_string();
+        std::thread::spawn(move || {
+            let _ = tx.send(open_audit(&path, true).map(|_| ()));
+        });
+        let opened = rx.recv_timeout(std::time::Duration::from_secs(5));
+        std::fs::remove_dir_all(&dir).unwrap();
+        let warning = opened.expect("the open waited for a reader").unwrap_err();
+        assert!(
+            warning.starts_with("cannot open the audit log `")
+                && warning.ends_with(
+                    "audit.fifo`: it is a FIFO that no process reads (start its reader first); going on without one"
+                ),
+            "{warning}"
+        );
     }
 
     #[test]

@@ -48,6 +48,7 @@ pub struct Metrics {
     reloads: Family<Labels2, Counter>,
     drift: Counter,
     dropped: Counter<u64, AtomicU64>,
+    write_failures: Counter<u64, AtomicU64>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -79,6 +80,7 @@ impl Metrics {
         let reloads = Family::<Labels2, Counter>::default();
         let drift = Counter::default();
         let dropped = Counter::<u64, AtomicU64>::default();
+        let write_failures = Counter::<u64, AtomicU64>::default();
         registry.register(
             "calls",
             "Direct calls of tools, by outcome (allowed, not_found)",
@@ -128,6 +130,11 @@ impl Metrics {
             "Audit events the log's writer dropped",
             dropped.clone(),
         );
+        registry.register(
+            "audit_write_failures",
+            "Audit events lost because the log could not be written (a full disk)",
+            write_failures.clone(),
+        );
         Metrics {
             registry,
             calls,
@@ -143,6 +150,7 @@ impl Metrics {
             reloads,
             drift,
             dropped,
+            write_failures,
         }
     }
 
@@ -239,6 +247,14 @@ impl Metrics {
         let now = self.dropped.get();
         if total > now {
             self.dropped.inc_by(total - now);
+        }
+    }
+
+    /// Events the log's writer could not write, as it counts them.
+    pub fn set_write_failures(&self, total: u64) {
+        let now = self.write_failures.get();
+        if total > now {
+            self.write_failures.inc_by(total - now);
         }
     }
 

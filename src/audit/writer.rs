@@ -7,11 +7,18 @@
 //! line that gets through (and when the log is flushed). The file is opened
 //! for appending (`O_APPEND`) and every write holds whole lines, so several
 //! processes may append to one file.
+//!
+//! Opening never waits: a FIFO that no process reads is an error at once
+//! (the front end warns and serves on), not an open that blocks until a
+//! reader comes. [`AuditLog::reopen`] opens the path anew, for log rotation
+//! (the file moved aside, then SIGHUP). A write that fails (a full disk) is
+//! said once when writing first fails and once when it works again, and the
+//! events it held are counted ([`AuditLog::write_failures`]).
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write as _};
-use std::path::Path;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -49,7 +56,16 @@ struct Shared {
     reported: AtomicU64,
     /// The last write error, once.
     failed: Mutex<Option<String>>,
+    /// Events that could not be written, and are lost.
+    unwritten: AtomicU64,
+    /// Asked by [`AuditLog::reopen`], taken by the writer before its next
+    /// write.
+    reopen: AtomicBool,
 }
+
+/// Where the writer's warnings go (that writing failed, that it works
+/// again, that a reopen failed): one line each, without a newline.
+pub type Warn = Arc<dyn Fn(String) + Send + Sync>;
 
 /// An open audit log. Cheap to share: [`AuditLog::hook`] hands it to an
 /// engine or a session.
@@ -75,26 +91,55 @@ struct Line<'a> {
 }
 
 impl AuditLog {
-    /// Opens `path` for appending (creating it) and starts the writer. An
-    /// error here is for the front end to report as a warning and serve on.
+    /// Opens `path` for appending (creating it) and starts the writer, its
+    /// warnings on standard error. An error here is for the front end to
+    /// report as a warning and serve on.
     pub fn open(path: &Path, options: Options) -> io::Result<Arc<AuditLog>> {
-        let file = OpenOptions::new().append(true).create(true).open(path)?;
+        AuditLog::open_with(path, options, Arc::new(|w: String| eprintln!("{w}")))
+    }
+
+    /// [`AuditLog::open`], the writer's warnings given to `warn` (a front
+    /// end that must not write to standard error from another thread).
+    pub fn open_with(path: &Path, options: Options, warn: Warn) -> io::Result<Arc<AuditLog>> {
+        let file = open_file(path)?;
         let (sender, lines) = sync_channel::<String>(options.capacity.max(1));
         let shared = Arc::new(Shared {
             queued: AtomicUsize::new(0),
             dropped: AtomicU64::new(0),
             reported: AtomicU64::new(0),
             failed: Mutex::new(None),
+            unwritten: AtomicU64::new(0),
+            reopen: AtomicBool::new(false),
         });
-        let writer = Arc::clone(&shared);
+        let writer = Writer {
+            file,
+            path: path.to_path_buf(),
+            warn,
+            failing: None,
+        };
+        let state = Arc::clone(&shared);
         std::thread::Builder::new()
             .name("audit-log".into())
-            .spawn(move || write_lines(file, lines, &writer))?;
+            .spawn(move || writer.run(lines, &state))?;
         Ok(Arc::new(AuditLog {
             sender,
             shared,
             options,
         }))
+    }
+
+    /// Opens the log's path anew before the next write (the file was moved
+    /// aside by log rotation); a path that cannot be opened keeps the file
+    /// already open, with a warning. Never blocks.
+    pub fn reopen(&self) {
+        self.shared.reopen.store(true, Ordering::Release);
+        // An empty line wakes the writer; a full queue means it is awake.
+        let _ = self.sender.try_send(String::new());
+    }
+
+    /// Events that could not be written (a full disk) so far.
+    pub fn write_failures(&self) -> u64 {
+        self.shared.unwritten.load(Ordering::Relaxed)
     }
 
     /// A hook that queues every event it is given.
@@ -172,45 +217,144 @@ impl AuditLog {
     }
 }
 
-/// The writer thread: gathers what is queued into whole-line writes.
-fn write_lines(mut file: File, lines: Receiver<String>, shared: &Shared) {
-    let mut buf = String::new();
-    while let Ok(first) = lines.recv() {
-        let mut taken = 0;
-        let mut next = Some(first);
-        while let Some(line) = next.take() {
-            if !line.is_empty() {
-                taken += 1;
-                buf.push_str(&line);
-                buf.push('\n');
+/// Opens `path` for appending without waiting: `O_NONBLOCK` makes the open
+/// of a FIFO that no process reads fail (`ENXIO`) instead of blocking until
+/// a reader comes. Once open, writes block again as they always did (a
+/// slow reader holds up the writer's thread, never serving).
+fn open_file(path: &Path) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.append(true).create(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits());
+    }
+    let file = options.open(path).map_err(|e| {
+        #[cfg(unix)]
+        if e.raw_os_error() == Some(nix::errno::Errno::ENXIO as i32) {
+            return io::Error::new(
+                io::ErrorKind::NotConnected,
+                "it is a FIFO that no process reads (start its reader first)",
+            );
+        }
+        e
+    })?;
+    #[cfg(unix)]
+    {
+        use nix::fcntl::{FcntlArg, OFlag, fcntl};
+        let flags = OFlag::from_bits_truncate(fcntl(&file, FcntlArg::F_GETFL)?);
+        fcntl(&file, FcntlArg::F_SETFL(flags - OFlag::O_NONBLOCK))?;
+    }
+    Ok(file)
+}
+
+/// The writer thread's own state.
+struct Writer {
+    file: File,
+    path: PathBuf,
+    warn: Warn,
+    /// Events lost since writing last failed; `None` while writing works.
+    failing: Option<u64>,
+}
+
+impl Writer {
+    /// Gathers what is queued into whole-line writes until every sender is
+    /// gone.
+    fn run(mut self, lines: Receiver<String>, shared: &Shared) {
+        let mut buf = String::new();
+        while let Ok(first) = lines.recv() {
+            let mut taken = 0;
+            let mut next = Some(first);
+            while let Some(line) = next.take() {
+                if !line.is_empty() {
+                    taken += 1;
+                    buf.push_str(&line);
+                    buf.push('\n');
+                }
+                if buf.len() < BATCH_BYTES {
+                    next = lines.try_recv().ok();
+                }
             }
-            if buf.len() < BATCH_BYTES {
-                next = lines.try_recv().ok();
+            if shared.reopen.swap(false, Ordering::Acquire) {
+                self.reopen();
+            }
+            let dropped = shared.dropped.load(Ordering::Relaxed);
+            let reported = shared.reported.load(Ordering::Relaxed);
+            if dropped > reported {
+                let note = Event::global(EventKind::Dropped {
+                    count: dropped - reported,
+                });
+                if let Ok(line) = serde_json::to_string(&Line {
+                    ts: &timestamp(SystemTime::now()),
+                    event: &note,
+                }) {
+                    buf.push_str(&line);
+                    buf.push('\n');
+                }
+            }
+            if !buf.is_empty() {
+                let written = self.file.write_all(buf.as_bytes());
+                self.said(written, taken as u64, shared);
+            }
+            shared.reported.store(dropped, Ordering::Relaxed);
+            buf.clear();
+            shared.queued.fetch_sub(taken, Ordering::Relaxed);
+        }
+    }
+
+    /// Counts the events of a failed write and says when writing starts
+    /// failing and when it works again, once each.
+    fn said(&mut self, written: io::Result<()>, events: u64, shared: &Shared) {
+        match (written, &mut self.failing) {
+            (Ok(()), failing) => {
+                if let Some(lost) = failing.take() {
+                    let events = if lost == 1 {
+                        "event was"
+                    } else {
+                        "events were"
+                    };
+                    (self.warn)(format!(
+                        "note: the audit log `{}` is written again; {lost} {events} lost",
+                        self.shown()
+                    ));
+                }
+            }
+            (Err(e), failing) => {
+                shared.unwritten.fetch_add(events, Ordering::Relaxed);
+                let mut first = shared.failed.lock().unwrap_or_else(PoisonError::into_inner);
+                if first.is_none() {
+                    *first = Some(e.to_string());
+                }
+                drop(first);
+                match failing {
+                    Some(lost) => *lost += events,
+                    None => {
+                        *failing = Some(events);
+                        (self.warn)(format!(
+                            "warning: cannot write the audit log `{}`: {}; its events are lost until it can be written again",
+                            self.shown(),
+                            crate::host::lowercase_first(&e.to_string())
+                        ));
+                    }
+                }
             }
         }
-        let dropped = shared.dropped.load(Ordering::Relaxed);
-        let reported = shared.reported.load(Ordering::Relaxed);
-        if dropped > reported {
-            let note = Event::global(EventKind::Dropped {
-                count: dropped - reported,
-            });
-            if let Ok(line) = serde_json::to_string(&Line {
-                ts: &timestamp(SystemTime::now()),
-                event: &note,
-            }) {
-                buf.push_str(&line);
-                buf.push('\n');
-            }
+    }
+
+    /// Opens the path anew, or keeps the file open and says why not.
+    fn reopen(&mut self) {
+        match open_file(&self.path) {
+            Ok(file) => self.file = file,
+            Err(e) => (self.warn)(format!(
+                "warning: cannot reopen the audit log `{}`: {}; writing on to the file already open",
+                self.shown(),
+                crate::host::lowercase_first(&e.to_string())
+            )),
         }
-        if let Err(e) = file.write_all(buf.as_bytes()) {
-            let mut failed = shared.failed.lock().unwrap_or_else(PoisonError::into_inner);
-            if failed.is_none() {
-                *failed = Some(e.to_string());
-            }
-        }
-        shared.reported.store(dropped, Ordering::Relaxed);
-        buf.clear();
-        shared.queued.fetch_sub(taken, Ordering::Relaxed);
+    }
+
+    fn shown(&self) -> String {
+        crate::chars::escape(&self.path.display().to_string()).into_owned()
     }
 }
 

@@ -5,12 +5,12 @@
 //! does not load, or a policy that refuses the gateway's context) keeps the
 //! last good policy and prints why to standard error.
 //!
-//! A reload fails closed. Only a regular file is re-read, opened so that a
-//! FIFO at the path cannot block it (a pipe such as `<(cat p.policy)` has
-//! nothing left to give); an empty or white-space-only text is refused (an
+//! A reload fails closed. Only a regular file is re-read, the policy and its
+//! lock alike, opened so that a FIFO at the path cannot block it (a pipe such
+//! as `<(cat p.policy)` has nothing left to give); an empty or white-space-only text is refused (an
 //! editor's truncate before its write, caught by the poll); the poll reads a
 //! new version only once its stamp has held still for one poll. Every look
-//! at the file runs on a blocking thread, one at a time, so that a stalled
+//! at the files (reading, parsing and the lock's read) runs on a blocking thread, one at a time, so that a stalled
 //! mount never stops calls or signals: one that takes longer than
 //! [`READ_WAIT`] is reported, and the file is looked at again once it ends.
 
@@ -20,7 +20,7 @@ use std::time::{Duration, SystemTime};
 
 use tokio::task::JoinHandle;
 
-use crate::Policy;
+use crate::{LoadErrors, Policy};
 
 use super::Gateway;
 
@@ -61,22 +61,13 @@ fn lock_path(gateway: &Gateway) -> Option<PathBuf> {
 /// refused), it cannot be read, or it is empty or white space only.
 pub fn read_for_reload(path: &Path) -> Result<Vec<u8>, String> {
     let shown = path.display();
-    let file = open_without_waiting(path).map_err(|e| format!("cannot read `{shown}`: {e}"))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| format!("cannot read `{shown}`: {e}"))?;
-    if !meta.is_file() {
-        return Err(format!(
-            "`{shown}` is not a regular file (a pipe, a FIFO, a device or a folder) and is not re-read"
-        ));
-    }
-    if meta.len() > crate::input::MAX_INPUT_BYTES {
-        return Err(format!(
-            "cannot read `{shown}`: it is larger than {} MiB, the most an input file may hold",
-            crate::input::MAX_INPUT_BYTES >> 20
-        ));
-    }
-    let bytes = crate::input::read_from(file).map_err(|e| format!("cannot read `{shown}`: {e}"))?;
+    let bytes = read_regular(path).map_err(|e| {
+        if is_not_regular(&e) {
+            format!("`{shown}` is {NOT_REGULAR} and is not re-read")
+        } else {
+            format!("cannot read `{shown}`: {e}")
+        }
+    })?;
     if crate::input::strip_bom_bytes(&bytes)
         .iter()
         .all(u8::is_ascii_whitespace)
@@ -86,6 +77,37 @@ pub fn read_for_reload(path: &Path) -> Result<Vec<u8>, String> {
         ));
     }
     Ok(bytes)
+}
+
+const NOT_REGULAR: &str = "not a regular file (a pipe, a FIFO, a device or a folder)";
+
+fn is_not_regular(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::InvalidInput && e.to_string().ends_with(NOT_REGULAR)
+}
+
+/// The bytes of a file a reload reads (the policy, the lock it names, a
+/// clients file and its key set), capped as every input is. Only a regular
+/// file is read, and it is opened without waiting: a FIFO put at the path
+/// is refused at once instead of holding the reload until a writer comes.
+pub fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
+    let file = open_without_waiting(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("it is {NOT_REGULAR}"),
+        ));
+    }
+    if meta.len() > crate::input::MAX_INPUT_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "it is larger than {} MiB, the most an input file may hold",
+                crate::input::MAX_INPUT_BYTES >> 20
+            ),
+        ));
+    }
+    crate::input::read_from(file)
 }
 
 /// Opens `path` for reading; on Unix with `O_NONBLOCK`, so that opening a
@@ -101,16 +123,35 @@ fn open_without_waiting(path: &Path) -> std::io::Result<std::fs::File> {
     options.open(path)
 }
 
+/// Why a new version of the policy was not loaded.
+pub enum Unloaded {
+    /// The file was not read (see [`read_for_reload`]).
+    Unread(String),
+    /// The policy, or the lock it names, has errors.
+    Errors(LoadErrors),
+}
+
+/// Reads, parses and attaches the lock of a new version of the policy:
+/// all of it on the caller's (blocking) thread, the lock read as the policy
+/// is ([`read_regular`]), so that a FIFO at either path waits for nobody.
+pub fn load_for_reload(path: &Path) -> Result<Policy, Unloaded> {
+    let bytes = read_for_reload(path).map_err(Unloaded::Unread)?;
+    let mut policy =
+        Policy::from_bytes(path.display().to_string(), &bytes).map_err(Unloaded::Errors)?;
+    crate::lock::attach_with(&mut policy, path, read_regular).map_err(Unloaded::Errors)?;
+    Ok(policy)
+}
+
 /// Re-reads the policy; returns whether it is now in force.
 pub fn reload(gateway: &Gateway) -> bool {
-    let read = read_for_reload(&gateway.options.policy_path);
+    let read = load_for_reload(&gateway.options.policy_path);
     install(gateway, read)
 }
 
 /// Puts the policy read from its file in force, unless it cannot be read,
 /// has errors or refuses the gateway's context: then the last good policy
 /// stays, and standard error says why. Returns whether it is in force.
-fn install(gateway: &Gateway, read: Result<Vec<u8>, String>) -> bool {
+fn install(gateway: &Gateway, read: Result<Policy, Unloaded>) -> bool {
     let (ok, codes) = install_policy(gateway, read);
     gateway.engine.emit(crate::audit::EventKind::Reload {
         what: "policy".into(),
@@ -121,23 +162,17 @@ fn install(gateway: &Gateway, read: Result<Vec<u8>, String>) -> bool {
 }
 
 /// [`install`], with the codes of the diagnostics that kept it out.
-fn install_policy(gateway: &Gateway, read: Result<Vec<u8>, String>) -> (bool, Vec<String>) {
+fn install_policy(gateway: &Gateway, read: Result<Policy, Unloaded>) -> (bool, Vec<String>) {
     let shown = gateway.options.policy_path.display().to_string();
-    let bytes = match read {
-        Ok(b) => b,
-        Err(why) => {
+    // The lock the policy names was read with it: one that does not load
+    // keeps the last good policy, as a policy error does.
+    let policy = match read {
+        Ok(p) => p,
+        Err(Unloaded::Unread(why)) => {
             log!("error: {why}; keeping the last good policy");
             return (false, Vec::new());
         }
-    };
-    // The lock the policy names is read with it: one that does not load
-    // keeps the last good policy, as a policy error does.
-    let loaded = Policy::from_bytes(shown.clone(), &bytes).and_then(|mut policy| {
-        crate::lock::attach(&mut policy, &gateway.options.policy_path).map(|()| policy)
-    });
-    let policy = match loaded {
-        Ok(p) => p,
-        Err(e) => {
+        Err(Unloaded::Errors(e)) => {
             let shown_errors = crate::render::plain(&e.source, &e.diagnostics);
             log!("{}", shown_errors.trim_end_matches('\n'));
             let what = if e
@@ -190,8 +225,8 @@ fn install_policy(gateway: &Gateway, read: Result<Vec<u8>, String>) -> (bool, Ve
 enum Look {
     /// The stamp, for the poll.
     Stamp(Stamp),
-    /// The stamp before the read, and the read.
-    Read(Stamp, Result<Vec<u8>, String>),
+    /// The stamp before the read, and the policy read with its lock.
+    Read(Stamp, Box<Result<Policy, Unloaded>>),
 }
 
 /// The one look at the file in flight, and whether it was reported late.
@@ -207,7 +242,7 @@ fn look(path: &Path, lock: Option<PathBuf>, read: bool) -> Pending {
         task: tokio::task::spawn_blocking(move || {
             let before = stamp(&path, lock.as_deref());
             if read {
-                Look::Read(before, read_for_reload(&path))
+                Look::Read(before, Box::new(load_for_reload(&path)))
             } else {
                 Look::Stamp(before)
             }
@@ -280,7 +315,7 @@ pub async fn watch(gateway: Arc<Gateway>, mut hangup: Hangup) {
                     Some(Look::Read(before, read)) => {
                         last = before;
                         polled = before;
-                        install(&gateway, read);
+                        install(&gateway, *read);
                     }
                     None => {}
                 }
@@ -307,7 +342,8 @@ pub fn hangup_signal() -> Hangup {
     None
 }
 
-async fn next_hangup(h: &mut Hangup) {
+/// Waits for the next SIGHUP; never, where there is none.
+pub async fn next_hangup(h: &mut Hangup) {
     #[cfg(unix)]
     if let Some(s) = h {
         s.recv().await;

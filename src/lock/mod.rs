@@ -275,6 +275,17 @@ pub fn attach_at(
 /// the `lock` setting (`PL015`) that says why, with the position in the lock
 /// file when the file is not a lock.
 pub fn attach(policy: &mut Policy, policy_path: &Path) -> Result<(), LoadErrors> {
+    attach_with(policy, policy_path, crate::input::read)
+}
+
+/// [`attach`], the lock's bytes read by `read`: for a front end that must
+/// not wait on the file (the gateway's reload refuses a FIFO rather than
+/// wait for its writer, as it does for the policy itself).
+pub fn attach_with(
+    policy: &mut Policy,
+    policy_path: &Path,
+    read: impl FnOnce(&Path) -> std::io::Result<Vec<u8>>,
+) -> Result<(), LoadErrors> {
     let Some(setting) = &policy.lock else {
         return Ok(());
     };
@@ -291,7 +302,7 @@ pub fn attach(policy: &mut Policy, policy_path: &Path) -> Result<(), LoadErrors>
             "write a path relative to the policy's folder, such as `lock = \"tools.lock\"`",
         )
     })?;
-    let bytes = crate::input::read(&path).map_err(|e| {
+    let bytes = read(&path).map_err(|e| {
         fail(
             format!("the lock `{shown}` cannot be read: {e}"),
             "write it with `policy lock --policy POLICY --registry TOOLS.json`",

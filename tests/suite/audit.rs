@@ -532,7 +532,19 @@ fn a_full_queue_drops_and_counts_and_never_blocks() {
         queries: true,
         capacity: 16,
     };
-    let log = AuditLog::open(&fifo, options).unwrap();
+    // The log is opened without waiting for a reader: until the reader's
+    // thread is inside its `open`, there is none, and the open says so.
+    let until = Instant::now() + Duration::from_secs(20);
+    let log = loop {
+        match AuditLog::open(&fifo, options) {
+            Ok(log) => break log,
+            Err(e) if Instant::now() < until => {
+                assert!(e.to_string().contains("no process reads"), "{e}");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => panic!("the reader never came: {e}"),
+        }
+    };
     const EVENTS: usize = 20_000;
     let started = Instant::now();
     for n in 0..EVENTS {
@@ -571,6 +583,102 @@ fn a_full_queue_drops_and_counts_and_never_blocks() {
     assert_eq!(written.len() as u64 + counted, EVENTS as u64);
     // What got through is in the order it was recorded.
     assert!(written.windows(2).all(|w| w[0] < w[1]));
+}
+
+/// A log on a disk that fills (`/dev/full`, through a link at the log's
+/// path) and then has room again (the link replaced by a file, reopened as
+/// SIGHUP reopens it): each turn is said once, not once per event, and every
+/// event that could not be written is counted.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_full_disk_is_said_once_each_way_and_its_lost_events_counted() {
+    let dir = scratch("full-disk");
+    let path = dir.join("audit.jsonl");
+    std::os::unix::fs::symlink("/dev/full", &path).unwrap();
+    let said: Arc<Mutex<Vec<String>>> = Arc::default();
+    let sink = Arc::clone(&said);
+    let log = AuditLog::open_with(
+        &path,
+        Options::default(),
+        Arc::new(move |w: String| sink.lock().unwrap().push(w)),
+    )
+    .unwrap();
+    for n in 0..30 {
+        log.record(&numbered(n));
+        if n % 10 == 9 {
+            log.flush(Duration::from_secs(10));
+        }
+    }
+    assert_eq!(log.write_failures(), 30);
+    let warnings = said.lock().unwrap().clone();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with("warning: cannot write the audit log `")
+            && warnings[0].contains("audit.jsonl`: no space left on device"),
+        "{warnings:?}"
+    );
+    std::fs::remove_file(&path).unwrap();
+    log.reopen();
+    for n in 30..35 {
+        log.record(&numbered(n));
+    }
+    log.flush(Duration::from_secs(10));
+    let warnings = said.lock().unwrap().clone();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(
+        warnings[1].starts_with("note: the audit log `")
+            && warnings[1].ends_with("is written again; 30 events were lost"),
+        "{warnings:?}"
+    );
+    assert_eq!(log.write_failures(), 30);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let written = text.lines().filter(|l| l.contains("\"search\"")).count();
+    assert_eq!(written, 5, "{text}");
+}
+
+/// A log moved aside and reopened: what is recorded after goes to a new
+/// file at the path; a reopen that fails keeps the open file and says why.
+#[cfg(unix)]
+#[test]
+fn a_reopened_log_writes_at_its_path_and_a_failed_reopen_keeps_the_old_file() {
+    let dir = scratch("reopen");
+    let path = dir.join("audit.jsonl");
+    let moved = dir.join("audit.jsonl.1");
+    let said: Arc<Mutex<Vec<String>>> = Arc::default();
+    let sink = Arc::clone(&said);
+    let log = AuditLog::open_with(
+        &path,
+        Options::default(),
+        Arc::new(move |w: String| sink.lock().unwrap().push(w)),
+    )
+    .unwrap();
+    log.record(&numbered(0));
+    log.flush(Duration::from_secs(10));
+    std::fs::rename(&path, &moved).unwrap();
+    log.reopen();
+    log.record(&numbered(1));
+    log.flush(Duration::from_secs(10));
+    let lines = |p: &Path| {
+        std::fs::read_to_string(p)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    assert_eq!((lines(&moved), lines(&path)), (1, 1));
+    // The path becomes a folder: the reopen fails, and the file open stays.
+    std::fs::remove_file(&path).unwrap();
+    std::fs::create_dir(&path).unwrap();
+    log.reopen();
+    log.record(&numbered(2));
+    log.flush(Duration::from_secs(10));
+    let warnings = said.lock().unwrap().clone();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with("warning: cannot reopen the audit log `")
+            && warnings[0].ends_with("; writing on to the file already open"),
+        "{warnings:?}"
+    );
+    assert_eq!(log.write_failures(), 0);
 }
 
 /// Four `policy replay --audit` processes appending to one file at once:

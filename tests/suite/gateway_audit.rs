@@ -157,3 +157,113 @@ fn a_tool_that_changes_after_start_is_a_drift_event() {
     );
     assert_eq!(drift[0]["locked"], false);
 }
+
+/// `mkfifo PATH`, or false where there is none.
+#[cfg(unix)]
+fn mkfifo(path: &std::path::Path) -> bool {
+    std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// `--audit` naming a FIFO that no process reads: the log is opened
+/// without waiting for a reader, and the gateway says why it has none and
+/// serves on.
+#[test]
+#[cfg(unix)]
+fn a_fifo_nobody_reads_as_the_log_is_a_warning_not_a_wait() {
+    let dir = temp_dir("audit-fifo");
+    let (p, s) = files(&dir, POLICY, &[("fx", fixture("echo", &[]))]);
+    let fifo = dir.join("audit.fifo");
+    assert!(mkfifo(&fifo));
+    let fifo = fifo.to_str().unwrap();
+    let mut g = Gateway::connect(&file_args(&p, &s, &["--audit", fifo]), "2025-11-25");
+    assert_eq!(g.list(), ["fx__echo"], "{}", g.stderr());
+    assert!(
+        g.stderr().contains("warning: cannot open the audit log `")
+            && g.stderr()
+                .contains("audit.fifo`: it is a FIFO that no process reads"),
+        "{}",
+        g.stderr()
+    );
+    assert_eq!(g.finish(), Some(0), "{}", g.stderr());
+}
+
+/// `policy replay --audit FIFO` with no reader ends (within the deadline)
+/// with the same warning.
+#[test]
+#[cfg(unix)]
+fn replay_with_a_fifo_nobody_reads_as_the_log_ends() {
+    let dir = temp_dir("audit-fifo-replay");
+    let fifo = dir.join("audit.fifo");
+    assert!(mkfifo(&fifo));
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (code, out, err) = policy_to_end(&[
+        "replay",
+        root.join("tests/data/audit/tuning.json").to_str().unwrap(),
+        "--policy",
+        root.join("policies/pi-desktop.policy").to_str().unwrap(),
+        "--registry",
+        root.join("examples/registries/pi-desktop.json")
+            .to_str()
+            .unwrap(),
+        "--audit",
+        fifo.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        err.contains("audit.fifo`: it is a FIFO that no process reads"),
+        "{err}"
+    );
+}
+
+/// Lines of `log` whose event is `event`; none when there is no file.
+fn count(log: &std::path::Path, event: &str) -> usize {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| serde_json::from_str::<Value>(l).is_ok_and(|v| v["event"] == event))
+        .count()
+}
+
+/// logrotate's default: the log is moved aside, then the gateway gets
+/// SIGHUP. It opens the log's path anew, and the events after go there, not
+/// into the moved file.
+#[test]
+#[cfg(unix)]
+fn sighup_reopens_the_log_at_its_path() {
+    let dir = temp_dir("audit-rotate");
+    let (p, s) = files(&dir, POLICY, &[("fx", fixture("echo", &[]))]);
+    let log = dir.join("audit.jsonl");
+    let moved = dir.join("audit.jsonl.1");
+    let log_arg = log.to_str().unwrap().to_string();
+    let mut g = Gateway::connect(&file_args(&p, &s, &["--audit", &log_arg]), "2025-11-25");
+    g.list();
+    let until = std::time::Instant::now() + DEADLINE;
+    while count(&log, "list") == 0 && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(count(&log, "list"), 1, "{}", g.stderr());
+    std::fs::rename(&log, &moved).unwrap();
+    g.signal("HUP");
+    assert!(g.wait_stderr("note: reloaded", 1), "{}", g.stderr());
+    let until = std::time::Instant::now() + DEADLINE;
+    while count(&log, "list") == 0 && std::time::Instant::now() < until {
+        g.list();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(
+        count(&log, "list") >= 1,
+        "nothing at the log's path after SIGHUP\n{}",
+        g.stderr()
+    );
+    let in_moved = count(&moved, "list");
+    g.list();
+    assert_eq!(g.finish(), Some(0), "{}", g.stderr());
+    assert_eq!(
+        count(&moved, "list"),
+        in_moved,
+        "the moved file still grows"
+    );
+}

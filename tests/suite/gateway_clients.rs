@@ -1479,3 +1479,95 @@ fn a_slow_issuer_holds_no_request_for_keys_already_in_hand() {
         server.wait_for_hits(2).await;
     });
 }
+
+/// A `jwks_file` swapped for a FIFO for a while: the reload that sees it
+/// refuses it at once, keeping the last good file, and says why; the
+/// reloads after it go on, so a token removed from the clients file stops
+/// working. Every wait is bounded, and the runtime is left without waiting
+/// for a reload that might still be blocked.
+#[cfg(unix)]
+#[test]
+fn a_fifo_at_the_jwks_file_never_stops_later_reloads() {
+    let dir = temp_dir("clients-jwks-fifo");
+    let key = SigningKey::new("one", Algorithm::ES256);
+    std::fs::create_dir_all(dir.join("keys")).unwrap();
+    let jwks_path = dir.join("keys").join("jwks.json");
+    let jwks_text = jwks(&[key.jwk(true)]);
+    std::fs::write(&jwks_path, &jwks_text).unwrap();
+    let jwt = json!({"issuer": ISSUER, "audience": AUDIENCE, "jwks_file": "keys/jwks.json"});
+    let vars = [("A", "token-a-0123456789"), ("B", "token-b-0123456789")];
+    let clients = Arc::new(
+        load_in(
+            &dir,
+            &json!({"clients": {"a": {"token": "${A}", "mode": "one"}}, "jwt": jwt.clone()}),
+            &vars,
+        )
+        .unwrap(),
+    );
+    let said: Arc<Mutex<Vec<String>>> = Arc::default();
+    let rt = runtime();
+    let (refused_fifo, dropped_token_refused) = rt.block_on(async {
+        let seen = Arc::clone(&said);
+        let watch = tokio::spawn(Arc::clone(&clients).watch(move |r| {
+            let line = match r {
+                Ok(()) => "reloaded".to_string(),
+                Err(e) => e.to_string(),
+            };
+            seen.lock().unwrap().push(line);
+        }));
+        let wait_for = |what: &'static str| {
+            let said = Arc::clone(&said);
+            async move {
+                for _ in 0..200 {
+                    if said.lock().unwrap().iter().any(|l| l.contains(what)) {
+                        return true;
+                    }
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                false
+            }
+        };
+        // The watch takes its first look before the swap.
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+        std::fs::remove_file(&jwks_path).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(&jwks_path)
+            .status();
+        let refused_fifo = made.is_ok_and(|s| s.success())
+            && wait_for("it is not a regular file (a pipe, a FIFO, a device or a folder)").await;
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        std::fs::remove_file(&jwks_path).unwrap();
+        std::fs::write(&jwks_path, &jwks_text).unwrap();
+        std::fs::write(
+            dir.join("clients.json"),
+            json!({"clients": {"b": {"token": "${B}", "mode": "two"}}, "jwt": jwt}).to_string(),
+        )
+        .unwrap();
+        let mut refused = false;
+        for _ in 0..200 {
+            if clients
+                .authenticate(&bearer("token-a-0123456789"))
+                .await
+                .is_err()
+            {
+                refused = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        watch.abort();
+        (refused_fifo, refused)
+    });
+    rt.shutdown_background();
+    let said = said.lock().unwrap().clone();
+    assert!(refused_fifo, "the FIFO was never refused: {said:?}");
+    assert!(
+        dropped_token_refused,
+        "a token removed from the file still works: {said:?}"
+    );
+    assert_eq!(
+        said.last().map(String::as_str),
+        Some("reloaded"),
+        "{said:?}"
+    );
+}

@@ -109,3 +109,64 @@ fn a_fifo_at_the_policy_path_never_freezes_the_gateway() {
     assert_eq!(g.wait_exit(), Some(0), "{}", g.stderr());
     assert!(t0.elapsed() < Duration::from_secs(8), "{:?}", t0.elapsed());
 }
+
+/// The lock the policy names, swapped for a FIFO: the reload it starts
+/// reads the lock as it reads the policy, without waiting for a writer, and
+/// refuses it. The policy in force stays, calls are answered meanwhile, and
+/// SIGTERM stops the gateway as usual.
+#[cfg(unix)]
+#[test]
+fn a_fifo_at_the_lock_path_never_freezes_the_gateway() {
+    let dir = temp_dir("reload-lock-fifo");
+    let locked = format!("lock = \"tools.lock\"\n{POLICY}");
+    let (p, s) = files(&dir, &locked, &[("fx", fixture("echo,secret", &[]))]);
+    let (code, out, err) = policy_to_end(&[
+        "lock",
+        "--policy",
+        p.to_str().unwrap(),
+        "--servers",
+        s.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "policy lock: {out}{err}");
+    let lock = dir.join("tools.lock");
+    let mut g = Gateway::connect_files(&p, &s, "2025-11-25").holding(dir);
+    assert_eq!(g.list(), ["fx__echo"]);
+    std::fs::remove_file(&lock).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&lock)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    assert!(
+        g.wait_stderr(
+            "the lock `tools.lock` cannot be read: it is not a regular file",
+            1
+        ),
+        "{}",
+        g.stderr()
+    );
+    g.signal("HUP");
+    assert!(
+        g.wait_stderr(
+            "the lock `tools.lock` cannot be read: it is not a regular file",
+            2
+        ),
+        "{}",
+        g.stderr()
+    );
+    assert!(
+        g.stderr()
+            .contains("the lock it names does not load; keeping the last good policy"),
+        "{}",
+        g.stderr()
+    );
+    for _ in 0..3 {
+        let r = g.call("fx__echo", json!({"text": "still here"}));
+        assert_eq!(text(&r), "echo: {\"text\":\"still here\"}");
+    }
+    assert_still_hidden(&mut g);
+    let t0 = Instant::now();
+    g.signal("TERM");
+    assert_eq!(g.wait_exit(), Some(0), "{}", g.stderr());
+    assert!(t0.elapsed() < Duration::from_secs(8), "{:?}", t0.elapsed());
+}

@@ -313,3 +313,38 @@ fn with_a_clients_file_metrics_ask_for_a_credential_as_mcp_does() {
         "{body}"
     );
 }
+
+/// A log on a full disk (`/dev/full`): `/metrics` counts the events that
+/// could not be written, and standard error says so once, not per event.
+#[cfg(target_os = "linux")]
+#[test]
+fn failed_log_writes_are_counted_and_said_once() {
+    let l = Listening::start(
+        LISTEN_POLICY,
+        "echo,secret,pid,slow",
+        &[],
+        &["--audit", "/dev/full"],
+    );
+    let mut a = Session::open(&l.addr);
+    let mut failed = 0.0;
+    for _ in 0..100 {
+        let echo = a.call("fx__echo", json!({"text": "x"}));
+        assert!(!is_error(&echo), "{echo}");
+        let (_, _, body) = scrape_http(&l.addr, "GET", &[]);
+        failed = value(&scrape(&body), "toolpolicy_audit_write_failures_total", &[])
+            .unwrap_or_else(|| panic!("no write failures counted in\n{body}"));
+        if failed >= 3.0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(failed >= 3.0, "only {failed} failed writes counted");
+    let err = l.gw.stderr();
+    assert_eq!(
+        err.matches("warning: cannot write the audit log `/dev/full`")
+            .count(),
+        1,
+        "{err}"
+    );
+    assert!(err.contains("no space left on device"), "{err}");
+}

@@ -5,6 +5,7 @@ never an exception."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -125,3 +126,27 @@ for i in range(1000):
     got = events(log)
     assert len(got) == 1000
     assert got[-1]["query"] == "b number 999"
+
+
+def test_a_fifo_nobody_reads_is_a_warning_not_a_wait(tmp_path: Path) -> None:
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs here")
+    fifo = tmp_path / "audit.fifo"
+    os.mkfifo(fifo)
+    # In a child, so that a wait for a reader fails the test (with the GIL
+    # held, no thread of this process could time it out).
+    script = (
+        "import json, warnings\n"
+        "from toolpolicy import Engine\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        f"    engine = Engine('Defer(B)', [{{'name': 'A', 'description': 'a'}}], audit={str(fifo)!r})\n"
+        "print(json.dumps({'auditing': engine.auditing, 'warnings': [str(w.message) for w in caught]}))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=20)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert not out["auditing"]
+    assert out["warnings"] == [
+        f"cannot open the audit log `{fifo}`: it is a FIFO that no process reads (start its reader first); going on without one"
+    ]

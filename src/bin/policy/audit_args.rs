@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use toolpolicy::audit::writer::{AuditLog, Options};
+use toolpolicy::audit::writer::{AuditLog, Options, Warn};
 
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct AuditArgs {
@@ -21,12 +21,18 @@ impl AuditArgs {
     /// The open log, or `None`; a log that cannot be opened is a warning on
     /// standard error, never a stop.
     pub fn open(&self) -> Option<Arc<AuditLog>> {
+        self.open_with(Arc::new(|w: String| eprintln!("{w}")))
+    }
+
+    /// [`AuditArgs::open`], the writer's later warnings (writing failed, or
+    /// works again) given to `warn`.
+    pub fn open_with(&self, warn: Warn) -> Option<Arc<AuditLog>> {
         let path = self.audit.as_ref()?;
         let options = Options {
             queries: !self.audit_no_queries,
             ..Options::default()
         };
-        match AuditLog::open(path, options) {
+        match AuditLog::open_with(path, options, warn) {
             Ok(log) => Some(log),
             Err(e) => {
                 eprintln!(

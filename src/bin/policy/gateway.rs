@@ -347,10 +347,11 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         .enable_all()
         .build()
         .map_err(|e| CliError::Usage(format!("cannot start the async runtime: {e}")))?;
+    // The writer's warnings go through the gateway's own standard error.
     let audit = if args.dry_run {
         None
     } else {
-        args.audit.open()
+        args.audit.open_with(Arc::new(log::line))
     };
     let mut listening = listening;
     // The listener counts the events for `/metrics` beside the log.
@@ -364,6 +365,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                 metrics.set_open_sessions(open);
                 if let Some(log) = &log {
                     metrics.set_dropped(log.dropped());
+                    metrics.set_write_failures(log.write_failures());
                 }
                 (metrics.render(), toolpolicy::audit::metrics::CONTENT_TYPE)
             }),
@@ -373,15 +375,29 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         audit.as_ref().map(|l| l.hook()),
         metrics.as_ref().map(|m| m.hook()),
     );
-    let served = runtime.block_on(serve(
-        options,
-        policy,
-        servers,
-        args.dry_run,
-        args.format,
-        hook,
-        listening,
-    ));
+    let served = runtime.block_on(async {
+        // Log rotation moves the log aside, then sends SIGHUP: the log is
+        // opened again at its path (the policy is reloaded too).
+        if let Some(audit) = audit.clone() {
+            let mut hangup = gateway::reload::hangup_signal();
+            tokio::spawn(async move {
+                loop {
+                    gateway::reload::next_hangup(&mut hangup).await;
+                    audit.reopen();
+                }
+            });
+        }
+        serve(
+            options,
+            policy,
+            servers,
+            args.dry_run,
+            args.format,
+            hook,
+            listening,
+        )
+        .await
+    });
     if let Some(audit) = &audit {
         audit_args::close(audit);
     }

@@ -409,10 +409,12 @@ fn is_uri(s: &str) -> bool {
         && !rest.is_empty()
 }
 
-/// Reads a JWKS file.
+/// Reads a JWKS file as a reload reads every file: a regular file only,
+/// opened without waiting, so that a FIFO at its path never holds a reload.
 pub fn read_keys(path: &Path) -> Result<(Keys, Vec<String>), String> {
     let shown = path.display();
-    let bytes = crate::input::read(path).map_err(|e| format!("cannot read `{shown}`: {e}"))?;
+    let bytes = crate::gateway::reload::read_regular(path)
+        .map_err(|e| format!("cannot read `{shown}`: {e}"))?;
     if bytes.len() > MAX_JWKS_BYTES {
         return Err(format!(
             "`{shown}` is larger than {} KiB",
