@@ -54,6 +54,7 @@ mod long_names;
 mod metrics;
 mod newcomer;
 mod output;
+mod packaging;
 mod policies;
 mod props_format;
 mod props_hints;
