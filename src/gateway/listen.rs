@@ -42,7 +42,7 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ListToolsResult, PaginatedRequestParams, ServerConfig,
     SubscriptionFilter,
 };
-use rmcp::service::{Peer, RequestContext, SubscriptionContext};
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::transport::StreamableHttpService;
 use rmcp::transport::streamable_http_server::{SessionManager as _, StreamableHttpServerConfig};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -885,10 +885,13 @@ impl Handler {
     /// one made for a request without a session.
     fn connection(
         &self,
-        extensions: &rmcp::model::Extensions,
-        peer: &Peer<RoleServer>,
+        request: &RequestContext<RoleServer>,
     ) -> Result<Arc<Connection>, McpError> {
-        let parts = extensions.get::<http::request::Parts>();
+        let peer = &request.peer;
+        // The client's own name: in each request's `_meta` from 2026-07-28
+        // on, from `initialize` before.
+        let client = request.client_info().map(|c| c.name);
+        let parts = request.extensions.get::<http::request::Parts>();
         let Some(caller) = parts.and_then(|p| p.extensions.get::<Caller>()) else {
             return Err(McpError::internal_error(
                 "the request reached MCP without a caller",
@@ -902,6 +905,7 @@ impl Handler {
                 Connection::stateless(Arc::clone(&self.gateway), caller.context.clone())
                     .map_err(failed)?;
             connection.set_caller(caller.name.as_deref());
+            connection.set_client(client.as_deref());
             return Ok(Arc::new(connection));
         }
         let mut slot = lock(&self.session);
@@ -915,6 +919,7 @@ impl Handler {
             Connection::new(Arc::clone(&self.gateway), caller.context.clone()).map_err(failed)?,
         );
         connection.set_caller(caller.name.as_deref());
+        connection.set_client(client.as_deref());
         let task = tokio::spawn(connection::tell_reloads(
             Arc::clone(&self.gateway),
             peer.clone(),
@@ -943,7 +948,7 @@ impl ServerHandler for Handler {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let connection = self.connection(&context.extensions, &context.peer)?;
+        let connection = self.connection(&context)?;
         // Boxed, as every handler future here: see `call_tool`.
         Box::pin(async move { ServerHandler::list_tools(&*connection, request, context).await })
             .await
@@ -954,7 +959,7 @@ impl ServerHandler for Handler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let connection = self.connection(&context.extensions, &context.peer)?;
+        let connection = self.connection(&context)?;
         // Boxed: rmcp's session task awaits the handler's request future in
         // place during the handshake, so it keeps room for the largest one
         // for as long as the session lives, and a forwarded call's is tens

@@ -488,6 +488,8 @@ fn numbered(n: usize) -> Event {
         version: toolpolicy::audit::VERSION,
         session: Some("s-1".into()),
         caller: None,
+        client: None,
+        sessionless: false,
         context: Some(Default::default()),
         kind: EventKind::Search {
             query: Some(format!("query number {n}")),
