@@ -889,8 +889,15 @@ impl Handler {
     ) -> Result<Arc<Connection>, McpError> {
         let peer = &request.peer;
         // The client's own name: in each request's `_meta` from 2026-07-28
-        // on, from `initialize` before.
-        let client = request.client_info().map(|c| c.name);
+        // on, from `initialize` before. Only the name is read (rmcp's
+        // `client_info()` would copy the whole of what the client sent).
+        let client = request
+            .meta
+            .get("io.modelcontextprotocol/clientInfo")
+            .and_then(|info| info.get("name"))
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string)
+            .or_else(|| peer.peer_info().map(|i| i.client_info.name.clone()));
         let parts = request.extensions.get::<http::request::Parts>();
         let Some(caller) = parts.and_then(|p| p.extensions.get::<Caller>()) else {
             return Err(McpError::internal_error(
