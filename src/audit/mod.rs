@@ -45,6 +45,16 @@ pub struct Event {
     /// Who is calling, when a front end knows (a named client).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caller: Option<String>,
+    /// The client program, by the name it introduces itself with (MCP's
+    /// `clientInfo`), when a front end is told it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+    /// The event belongs to one request that is part of no session (a
+    /// request of MCP's 2026-07-28 revision over HTTP): `session` then names
+    /// that request alone, and a reader groups such requests by `caller`,
+    /// `client` and `context` to see what one client did over many.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sessionless: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<EventContext>,
     #[serde(flatten)]
@@ -198,6 +208,8 @@ impl Event {
             version: VERSION,
             session: None,
             caller: None,
+            client: None,
+            sessionless: false,
             context: None,
             kind,
         }
@@ -227,6 +239,8 @@ pub(crate) struct Audit {
     pub hook: AuditHook,
     pub session: Arc<str>,
     pub caller: Option<Arc<str>>,
+    pub client: Option<Arc<str>>,
+    pub sessionless: bool,
     /// Allowed calls whose result is not known yet: their `call` event
     /// waits for it.
     pub pending: Vec<(String, Option<EventCause>)>,
@@ -237,6 +251,8 @@ impl fmt::Debug for Audit {
         f.debug_struct("Audit")
             .field("session", &self.session)
             .field("caller", &self.caller)
+            .field("client", &self.client)
+            .field("sessionless", &self.sessionless)
             .finish_non_exhaustive()
     }
 }
@@ -247,6 +263,8 @@ impl Audit {
             version: VERSION,
             session: Some(self.session.to_string()),
             caller: self.caller.as_deref().map(str::to_string),
+            client: self.client.as_deref().map(str::to_string),
+            sessionless: self.sessionless,
             context: Some(context.into()),
             kind,
         });

@@ -35,6 +35,8 @@ use super::{Exposure, Gateway, catalog};
 const FIXED_LIST_SINCE: ProtocolVersion = ProtocolVersion::V_2026_07_28;
 /// The first revision with `structuredContent` in tool results.
 const STRUCTURED_SINCE: ProtocolVersion = ProtocolVersion::V_2025_06_18;
+/// The most of a client's own name the audit log keeps.
+pub const CLIENT_NAME_CHARS: usize = 64;
 
 /// A client connection's state: its session and its listed tools.
 pub struct Connection {
@@ -81,6 +83,7 @@ impl Connection {
     pub fn stateless(gateway: Arc<Gateway>, ctx: Context) -> Result<Connection, ContextError> {
         let mut connection = Connection::new(gateway, ctx)?;
         connection.stateless = true;
+        lock(&connection.session).set_audit_sessionless();
         Ok(connection)
     }
 
@@ -107,6 +110,17 @@ impl Connection {
     /// that knows its clients (an HTTP listener with a clients file).
     pub fn set_caller(&self, caller: Option<&str>) {
         lock(&self.session).set_audit_caller(caller);
+    }
+
+    /// Names the client program in this connection's audit events, by the
+    /// name it gave (MCP's `clientInfo`), cut to [`CLIENT_NAME_CHARS`]: the
+    /// name is the client's own word, and every event repeats it.
+    pub fn set_client(&self, client: Option<&str>) {
+        let client = client.map(|c| match c.char_indices().nth(CLIENT_NAME_CHARS) {
+            Some((end, _)) => &c[..end],
+            None => c,
+        });
+        lock(&self.session).set_audit_client(client);
     }
 
     /// The exposure this connection serves on `version`.

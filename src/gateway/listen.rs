@@ -49,7 +49,7 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ListToolsResult, PaginatedRequestParams, ServerConfig,
     SubscriptionFilter,
 };
-use rmcp::service::{Peer, RequestContext, SubscriptionContext};
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::transport::StreamableHttpService;
 use rmcp::transport::streamable_http_server::{SessionManager as _, StreamableHttpServerConfig};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -1089,10 +1089,20 @@ impl Handler {
     /// one made for a request without a session.
     fn connection(
         &self,
-        extensions: &rmcp::model::Extensions,
-        peer: &Peer<RoleServer>,
+        request: &RequestContext<RoleServer>,
     ) -> Result<Arc<Connection>, McpError> {
-        let parts = extensions.get::<http::request::Parts>();
+        let peer = &request.peer;
+        // The client's own name: in each request's `_meta` from 2026-07-28
+        // on, from `initialize` before. Only the name is read (rmcp's
+        // `client_info()` would copy the whole of what the client sent).
+        let client = request
+            .meta
+            .get("io.modelcontextprotocol/clientInfo")
+            .and_then(|info| info.get("name"))
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string)
+            .or_else(|| peer.peer_info().map(|i| i.client_info.name.clone()));
+        let parts = request.extensions.get::<http::request::Parts>();
         let Some(caller) = parts.and_then(|p| p.extensions.get::<Caller>()) else {
             return Err(McpError::internal_error(
                 "the request reached MCP without a caller",
@@ -1106,6 +1116,7 @@ impl Handler {
                 Connection::stateless(Arc::clone(&self.gateway), caller.context.clone())
                     .map_err(failed)?;
             connection.set_caller(caller.name.as_deref());
+            connection.set_client(client.as_deref());
             return Ok(Arc::new(connection));
         }
         let mut slot = lock(&self.session);
@@ -1119,6 +1130,7 @@ impl Handler {
             Connection::new(Arc::clone(&self.gateway), caller.context.clone()).map_err(failed)?,
         );
         connection.set_caller(caller.name.as_deref());
+        connection.set_client(client.as_deref());
         let task = tokio::spawn(connection::tell_reloads(
             Arc::clone(&self.gateway),
             peer.clone(),
@@ -1167,7 +1179,7 @@ impl ServerHandler for Handler {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let connection = self.connection(&context.extensions, &context.peer)?;
+        let connection = self.connection(&context)?;
         // Boxed, as every handler future here: see `call_tool`.
         Box::pin(async move { ServerHandler::list_tools(&*connection, request, context).await })
             .await
@@ -1178,7 +1190,7 @@ impl ServerHandler for Handler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let connection = self.connection(&context.extensions, &context.peer)?;
+        let connection = self.connection(&context)?;
         // Boxed: rmcp's session task awaits the handler's request future in
         // place during the handshake, so it keeps room for the largest one
         // for as long as the session lives, and a forwarded call's is tens

@@ -123,11 +123,14 @@ impl Session {
     /// Subscribes `hook` to this session's events (or, with `None`, ends
     /// the subscription), under the name `session`.
     pub fn set_audit(&mut self, hook: Option<AuditHook>, session: &str) {
+        let old = self.audit.as_deref();
         self.audit = hook.map(|hook| {
             Box::new(Audit {
                 hook,
                 session: session.into(),
-                caller: self.audit.as_ref().and_then(|a| a.caller.clone()),
+                caller: old.and_then(|a| a.caller.clone()),
+                client: old.and_then(|a| a.client.clone()),
+                sessionless: old.is_some_and(|a| a.sessionless),
                 pending: Vec::new(),
             })
         });
@@ -138,6 +141,22 @@ impl Session {
     pub fn set_audit_caller(&mut self, caller: Option<&str>) {
         if let Some(a) = &mut self.audit {
             a.caller = caller.map(Into::into);
+        }
+    }
+
+    /// The client program's own name, for the events' `client` (a front end
+    /// that speaks a protocol in which the client introduces itself).
+    pub fn set_audit_client(&mut self, client: Option<&str>) {
+        if let Some(a) = &mut self.audit {
+            a.client = client.map(Into::into);
+        }
+    }
+
+    /// Marks this session's events as those of one request that belongs to
+    /// no session (`sessionless`): the session lives as long as the request.
+    pub fn set_audit_sessionless(&mut self) {
+        if let Some(a) = &mut self.audit {
+            a.sessionless = true;
         }
     }
 

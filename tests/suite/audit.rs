@@ -364,7 +364,6 @@ searches that activated nothing:
 
 search misses (a tool called or loaded that the search before did not return):
   `fetch a web page` then `AskUser`: its name and description lack fetch, web, page
-  `fetch a web page` then `Diagnostics`: its name and description lack fetch, web, page
 
 deferred tools loaded in most sessions (declare them):
   AskUser (2 of 2 sessions loaded it): NoDefer(AskUser)
@@ -375,7 +374,6 @@ declared tools never called (defer them):
   Bash (2 of 2 sessions declared it): `Defer(Bash)`  (not suggested: a rule of the policy would overrule it)
   Edit (2 of 2 sessions declared it): `Defer(Edit)`  (not suggested: a rule of the policy would overrule it)
   Write (2 of 2 sessions declared it): `Defer(Write)`  (not suggested: a rule of the policy would overrule it)
-  new_context (2 of 2 sessions declared it): `Defer(new_context)`  (not suggested: a rule of the policy would overrule it)
 
 refusals by cause:
   2× defer `Defer(*)` at policies/pi-desktop.policy:19: Diagnostics
@@ -488,6 +486,8 @@ fn numbered(n: usize) -> Event {
         version: toolpolicy::audit::VERSION,
         session: Some("s-1".into()),
         caller: None,
+        client: None,
+        sessionless: false,
         context: Some(Default::default()),
         kind: EventKind::Search {
             query: Some(format!("query number {n}")),

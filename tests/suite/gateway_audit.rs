@@ -266,4 +266,56 @@ fn sighup_reopens_the_log_at_its_path() {
         in_moved,
         "the moved file still grows"
     );
+
+/// Requests without a session (2026-07-28) each have a session of their
+/// own in the engine; their events say so, and name the client as it
+/// introduces itself, so that `policy report` reads one client's requests
+/// as its chat: the search that missed, the deferred tool it then reached.
+#[test]
+#[cfg(unix)]
+fn requests_without_a_session_are_marked_and_read_as_their_client_s_chat() {
+    use super::gateway_listen::{Listening, stateless_call, stateless_list};
+
+    let dir = temp_dir("audit-sessionless");
+    let log = dir.join("audit.jsonl");
+    let log_arg = log.to_str().unwrap().to_string();
+    let mut l = Listening::start(POLICY, "echo,secret,pid", &[], &["--audit", &log_arg]);
+    assert_eq!(
+        stateless_list(&l.addr, &[]),
+        ["fx__echo", "tool_search", "call_tool"]
+    );
+    let found = stateless_call(&l.addr, &[], "tool_search", json!({"query": "echo"}));
+    assert!(!is_error(&found), "{found}");
+    let pid = stateless_call(&l.addr, &[], "call_tool", json!({"name": "fx__pid"}));
+    assert!(!is_error(&pid), "{pid}");
+    l.gw.signal("TERM");
+    assert_eq!(l.gw.wait_exit(), Some(0), "{}", l.gw.stderr());
+
+    let events = events(&log);
+    let names: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["list", "search", "call"], "{events:?}");
+    for e in &events {
+        assert_eq!(e["sessionless"], true, "{e}");
+        assert_eq!(e["client"], "suite", "{e}");
+    }
+    // Each request is named alone.
+    assert_ne!(events[0]["session"], events[2]["session"]);
+
+    let out = std::process::Command::new(policy_bin())
+        .args(["report", &log_arg, "--format", "json"])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(report["sessions"], 1, "{report}");
+    assert_eq!(report["search_misses"][0]["query"], "echo", "{report}");
+    assert_eq!(report["search_misses"][0]["tool"], "fx__pid", "{report}");
+    assert_eq!(
+        report["load_in_most_sessions"][0]["line"], "NoDefer(fx__pid)",
+        "{report}"
+    );
+    drop(dir);
 }

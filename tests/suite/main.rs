@@ -63,6 +63,7 @@ mod props_locks;
 mod props_report;
 mod props_table;
 mod readme;
+mod report;
 mod robustness;
 mod runtime_behaviour;
 mod runtime_engine;

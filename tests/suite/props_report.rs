@@ -2,7 +2,9 @@
 //! (`NoDefer(...)` for a deferred tool loaded in most sessions, `Defer(...)`
 //! for a declared tool never called) and marks as checked against the
 //! policy does change that tool's decision, in every context the sessions
-//! that ask for it ran in; one it marks as overruled would not.
+//! that ask for it ran in, and no other tool's in any context; one it marks
+//! as not suggested would not, or would change another tool too. A line
+//! that would change nothing is not listed.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -215,9 +217,25 @@ proptest! {
                 prop_assert!(!ctxs.is_empty(), "{section}: `{tool}` is in no session\n{text}");
                 let got: Vec<Exposure> = ctxs.iter().map(|c| exposure_with(&text, line, tool, c)).collect();
                 let changes = got.iter().all(|e| *e == want);
+                // What else the line would change, in any context a session ran in.
+                let others: Vec<&str> = TOOLS
+                    .iter()
+                    .map(|(t, _)| *t)
+                    .filter(|t| *t != tool)
+                    .filter(|t| contexts.values().any(|c| {
+                        exposure_with(&text, "", t, c) != exposure_with(&text, line, t, c)
+                    }))
+                    .collect();
                 prop_assert_eq!(
-                    s["checked"].as_bool(), Some(changes),
-                    "{}: `{}` for `{}` in {:?} gives {:?}\npolicy:\n{}", section, line, tool, ctxs, got, text
+                    s["checked"].as_bool(), Some(changes && others.is_empty()),
+                    "{}: `{}` for `{}` in {:?} gives {:?}, changes {:?} too\npolicy:\n{}",
+                    section, line, tool, ctxs, got, others, text
+                );
+                // A line is suggested only where it changes the tool somewhere.
+                let before: Vec<Exposure> = ctxs.iter().map(|c| exposure_with(&text, "", tool, c)).collect();
+                prop_assert!(
+                    before.iter().any(|e| *e != want),
+                    "{}: `{}` changes nothing for `{}`\npolicy:\n{}", section, line, tool, text
                 );
             }
         }

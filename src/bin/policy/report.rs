@@ -1,24 +1,32 @@
-//! `policy report LOG... [--policy F] [--registry F] [--format human|json]
-//! [--since T]`
+//! `policy report LOG... [--policy F] [--registry F] [--caller NAME]
+//! [--format human|json] [--since T]`
 //!
 //! Reads audit logs (JSON Lines, several, of several processes, in any
 //! order) one line at a time and prints what a policy author tunes from:
 //! sessions and their tokens, searches that activated nothing, search
 //! misses, deferred tools loaded in most sessions, declared tools never
 //! called, refusals by cause and per-server call latency. A line that is not
-//! an event is counted and named by file and line, never a stop.
+//! an event, or is longer than [`MAX_LINE_BYTES`], is counted and named by
+//! file and line, never a stop.
+//!
+//! [`chats`] puts sessions back together from the events (requests without
+//! a session by their caller, client and context); [`Checker`] tries each
+//! suggested line on the policy.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::io::BufRead as _;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::BufRead;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use serde::{Deserialize, Serialize};
 use toolpolicy::audit::{Event, EventKind, Outcome};
-use toolpolicy::{Context, Exposure, ItemRef, Policy, Registry, Table};
+use toolpolicy::runtime::{DEFAULT_CALL_TOOL, DEFAULT_SEARCH_TOOL};
+use toolpolicy::{CauseKind, Context, Exposure, ItemRef, Policy, Registry, Table};
 
 use crate::common::{self, CliError, Format};
 use crate::runtime_args::thousands;
+
+use chats::{Chats, Ctx, Usage};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -26,13 +34,18 @@ pub struct Args {
     #[arg(required = true)]
     logs: Vec<PathBuf>,
     /// The policy the logs were written under: suggested lines are checked
-    /// against it, and one its own rules would overrule is not suggested
+    /// against it, and one it cannot apply, or that would change nothing or
+    /// another tool too, is not suggested
     #[arg(long)]
     policy: Option<PathBuf>,
     /// The tool registry: search misses then name the words of the query
     /// that a tool's name and description lack
     #[arg(long)]
     registry: Option<PathBuf>,
+    /// Only the events of this caller (as the gateway's clients file names
+    /// it), and the engine-wide ones
+    #[arg(long)]
+    caller: Option<String>,
     /// Only events at or after this time (UTC, as the log writes it, or a
     /// prefix of it: `2026-12-01`, `2026-12-01T12:00`)
     #[arg(long)]
@@ -45,6 +58,16 @@ pub struct Args {
 const BAD_LINES_SHOWN: usize = 20;
 /// Queries, misses and refusals listed per section at most.
 const LISTED: usize = 50;
+/// The longest line read as an event. The longest event a front end writes
+/// is a plan's `list` of tool names, some 130 bytes a tool at most: 4 MiB
+/// holds the names of 30,000 tools. A longer line is a bad line, read past
+/// without being held.
+pub const MAX_LINE_BYTES: usize = 4 << 20;
+/// Queries of empty searches counted one by one; past this many different
+/// ones, a new query is only counted in the total.
+const EMPTY_QUERIES_KEPT: usize = 10_000;
+/// Other tools a suggestion would change, named at most.
+const ALSO_NAMED: usize = 5;
 
 #[derive(Deserialize)]
 struct Logged {
@@ -52,36 +75,6 @@ struct Logged {
     ts: Option<String>,
     #[serde(flatten)]
     event: Event,
-}
-
-/// A context as the log keeps it: mode, bot, flags (sorted).
-type Ctx = (Option<String>, Option<String>, Vec<String>);
-
-#[derive(Default)]
-struct SessionAgg {
-    /// The session's context at its last event.
-    context: Ctx,
-    turns: u64,
-    tokens: u64,
-    all_declared: u64,
-    /// The tools declared on the first turn (the policy's own), and the
-    /// context they were declared in.
-    first_declared: Option<(Vec<String>, Ctx)>,
-    /// The tools declared at the last list before now.
-    declared_now: HashSet<String>,
-    /// The tools activated in the session, by a search, a load or a miss,
-    /// with the contexts they were activated in.
-    activated: BTreeMap<String, BTreeSet<Ctx>>,
-    /// The last search: its query, what it returned, what was declared.
-    last_search: Option<LastSearch>,
-}
-
-struct LastSearch {
-    query: Option<String>,
-    returned: HashSet<String>,
-    declared: HashSet<String>,
-    /// Tools already reported as missed by this search.
-    missed: HashSet<String>,
 }
 
 #[derive(Serialize, Clone)]
@@ -97,9 +90,14 @@ struct Suggestion {
     tool: String,
     sessions: usize,
     line: String,
-    /// With `--policy`: whether the line would change the decision.
+    /// With `--policy`: whether the line would change the decision, and
+    /// nothing else.
     #[serde(skip_serializing_if = "Option::is_none")]
     checked: Option<bool>,
+    /// With `--policy`: other tools whose decision the line would change
+    /// too (some of them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    also_changes: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -131,6 +129,8 @@ struct BadLine {
 struct Report {
     events: u64,
     sessions: usize,
+    /// Of `sessions`, those gathered from requests without a session.
+    sessions_from_requests: usize,
     turns: u64,
     tokens: u64,
     tokens_all_declared: u64,
@@ -151,14 +151,16 @@ struct Report {
 /// A refusal's cause, rule text and `file:line`.
 type RefusalKey = (String, Option<String>, Option<String>);
 
+/// What the events say one by one; sessions are [`Chats`]' business.
 #[derive(Default)]
 struct Reader {
     events: u64,
-    sessions: HashMap<String, SessionAgg>,
-    empty: BTreeMap<String, u64>,
-    misses: Vec<Miss>,
-    miss_seen: HashSet<(Option<String>, String)>,
-    called: HashSet<String>,
+    chats: Chats,
+    empty: HashMap<String, u64>,
+    /// Empty searches whose query was not kept (past [`EMPTY_QUERIES_KEPT`]).
+    empty_other: u64,
+    /// Tools called and allowed, by their number in `chats`.
+    called: BTreeSet<u32>,
     /// By cause, rule text and place: how many, and some of the tools.
     refusals: BTreeMap<RefusalKey, (u64, BTreeSet<String>)>,
     latency: BTreeMap<String, (Vec<f64>, usize)>,
@@ -171,183 +173,492 @@ struct Reader {
 }
 
 impl Reader {
-    fn read(&mut self, event: Event, registry: Option<&Registry>) {
+    fn read(&mut self, logged: Logged) {
+        let event = logged.event;
         self.events += 1;
-        match &event.kind {
+        self.chats
+            .read(&event, logged.ts.as_deref().and_then(chats::millis));
+        match event.kind {
             EventKind::Reload { ok, .. } => {
                 self.reloads += 1;
                 self.failed_reloads += u64::from(!ok);
-                return;
             }
             EventKind::Drift { tool, fields, .. } => {
                 self.drift.insert(format!("{tool} ({})", fields.join(", ")));
-                return;
             }
-            EventKind::Dropped { count } => {
-                self.dropped += count;
-                return;
-            }
-            _ => {}
-        }
-        let Some(id) = event.session.clone() else {
-            return;
-        };
-        let s = self.sessions.entry(id).or_default();
-        if let Some(c) = &event.context {
-            let mut flags = c.flags.clone();
-            flags.sort();
-            s.context = (c.mode.clone(), c.bot.clone(), flags);
-        }
-        match event.kind {
-            EventKind::List {
-                names,
-                tokens,
-                all_declared,
-                ..
-            } => {
-                s.turns += 1;
-                s.tokens += tokens;
-                s.all_declared += all_declared;
-                if s.first_declared.is_none() {
-                    s.first_declared = Some((names.clone(), s.context.clone()));
-                }
-                s.declared_now = names.into_iter().collect();
-            }
+            EventKind::Dropped { count } => self.dropped += count,
             EventKind::Search {
                 query,
-                activated,
-                already_active,
-                matched,
-                empty,
+                empty: true,
                 status,
-                names,
                 ..
-            } => {
-                if !status.is_ok() {
-                    return;
-                }
-                // A search by exact names alone asks nothing of the ranking.
-                let asked = query.as_deref().is_none_or(|q| !q.trim().is_empty());
-                if empty {
-                    let q = query.clone().unwrap_or_else(|| "(query not logged)".into());
-                    *self.empty.entry(q).or_default() += 1;
-                }
-                for t in &activated {
-                    s.activated
-                        .entry(t.clone())
-                        .or_default()
-                        .insert(s.context.clone());
-                }
-                let returned = activated
-                    .into_iter()
-                    .chain(already_active)
-                    .chain(matched)
-                    .chain(names)
-                    .collect();
-                s.last_search = asked.then(|| LastSearch {
-                    query,
-                    returned,
-                    declared: s.declared_now.clone(),
-                    missed: HashSet::new(),
-                });
-            }
-            EventKind::Load {
-                names, activated, ..
-            } => {
-                for t in activated {
-                    s.activated.entry(t).or_default().insert(s.context.clone());
-                }
-                for name in names {
-                    miss(s, &name, registry, &mut self.misses, &mut self.miss_seen);
+            } if event.session.is_some() && status.is_ok() => {
+                let q = query.unwrap_or_else(|| "(query not logged)".into());
+                if let Some(n) = self.empty.get_mut(&q) {
+                    *n += 1;
+                } else if self.empty.len() < EMPTY_QUERIES_KEPT {
+                    self.empty.insert(q, 1);
+                } else {
+                    self.empty_other += 1;
                 }
             }
             EventKind::Call {
                 tool,
                 outcome,
                 cause,
-                declared_next_step,
                 server,
                 ms,
                 is_error,
                 ..
-            } => {
-                miss(s, &tool, registry, &mut self.misses, &mut self.miss_seen);
-                match outcome {
-                    Outcome::Allowed => {
-                        self.called.insert(tool.clone());
-                        if let (Some(server), Some(ms)) = (server, ms) {
-                            let e = self.latency.entry(server).or_default();
-                            e.0.push(ms);
-                            e.1 += usize::from(is_error == Some(true));
-                        }
-                    }
-                    Outcome::NotFound => {
-                        if declared_next_step {
-                            s.activated
-                                .entry(tool.clone())
-                                .or_default()
-                                .insert(s.context.clone());
-                        }
-                        let key = match cause {
-                            Some(c) => (
-                                c.kind.as_str().to_string(),
-                                c.rule,
-                                c.file.map(|f| match c.line {
-                                    Some(l) => format!("{f}:{l}"),
-                                    None => f,
-                                }),
-                            ),
-                            None => ("unknown tool".to_string(), None, None),
-                        };
-                        let e = self.refusals.entry(key).or_default();
-                        e.0 += 1;
-                        if e.1.len() < 10 {
-                            e.1.insert(tool);
-                        }
+            } if event.session.is_some() => match outcome {
+                Outcome::Allowed => {
+                    self.called.insert(self.chats.tool_id(&tool));
+                    if let (Some(server), Some(ms)) = (server, ms) {
+                        let e = self.latency.entry(server).or_default();
+                        e.0.push(ms);
+                        e.1 += usize::from(is_error == Some(true));
                     }
                 }
-            }
-            EventKind::Prompt
-            | EventKind::Mode { .. }
-            | EventKind::Restart
-            | EventKind::Compact { .. }
-            | EventKind::Reload { .. }
-            | EventKind::Drift { .. }
-            | EventKind::Dropped { .. } => {}
+                Outcome::NotFound => {
+                    let key = match cause {
+                        Some(c) => (
+                            c.kind.as_str().to_string(),
+                            c.rule,
+                            c.file.map(|f| match c.line {
+                                Some(l) => format!("{f}:{l}"),
+                                None => f,
+                            }),
+                        ),
+                        None => ("unknown tool".to_string(), None, None),
+                    };
+                    let e = self.refusals.entry(key).or_default();
+                    e.0 += 1;
+                    if e.1.len() < 10 {
+                        e.1.insert(tool);
+                    }
+                }
+            },
+            _ => {}
+        }
+    }
+
+    fn bad_line(&mut self, file: &std::path::Path, line: usize, message: String) {
+        self.bad += 1;
+        if self.bad_shown.len() < BAD_LINES_SHOWN {
+            self.bad_shown.push(BadLine {
+                file: file.display().to_string(),
+                line,
+                message,
+            });
         }
     }
 }
 
-/// A call or load of `tool` after a search that did not return it, of a
-/// tool that was not declared when the model searched.
-fn miss(
-    s: &mut SessionAgg,
-    tool: &str,
-    registry: Option<&Registry>,
-    misses: &mut Vec<Miss>,
-    seen: &mut HashSet<(Option<String>, String)>,
-) {
-    let Some(last) = &mut s.last_search else {
-        return;
-    };
-    if last.returned.contains(tool)
-        || last.declared.contains(tool)
-        || !last.missed.insert(tool.into())
-    {
-        return;
+/// Putting sessions back together from their events, and what they add up
+/// to: how many, their turns and tokens, the tools each loaded and first
+/// declared, the search misses. It needs nothing but the events.
+///
+/// A session's events carry its name. A request that belongs to no session
+/// (`sessionless`: MCP's 2026-07-28 requests over HTTP) is named alone, so
+/// requests are grouped by what stays the same across one client's: its
+/// caller, the client's own name and the context; a group's requests are
+/// one session until [`chats::IDLE_MS`] pass without one, as the gateway
+/// ends an idle session. What a session adds to the totals is added as its
+/// events are read, so that a group holds only what the next request needs
+/// (the last list and the last search), however many requests it had.
+mod chats {
+    use std::collections::{BTreeSet, HashMap, HashSet};
+    use std::rc::Rc;
+
+    use toolpolicy::audit::{Event, EventKind, Outcome};
+
+    /// How long one client's requests without a session may pause and still
+    /// be one session: as long as the gateway keeps an idle session open
+    /// (`--session-idle`).
+    pub const IDLE_MS: i64 = 30 * 60 * 1000;
+
+    /// A context as the log keeps it: mode, bot, flags (sorted).
+    pub type Ctx = (Option<String>, Option<String>, Vec<String>);
+
+    /// In how many sessions, and in which contexts (by number).
+    #[derive(Default)]
+    pub struct Usage {
+        pub sessions: usize,
+        pub contexts: BTreeSet<u32>,
     }
-    if !seen.insert((last.query.clone(), tool.to_string())) || misses.len() >= LISTED {
-        return;
+
+    /// A search miss: the query and the tool (by number).
+    pub struct Miss {
+        pub query: Option<Rc<str>>,
+        pub tool: u32,
     }
-    let missing_words = match (registry, &last.query) {
-        (Some(r), Some(q)) => r.get(tool).map(|t| lacking(q, &t.name, &t.description)),
-        _ => None,
-    };
-    misses.push(Miss {
-        query: last.query.clone(),
-        tool: tool.to_string(),
-        missing_words,
-    });
+
+    #[derive(Default)]
+    pub struct Chats {
+        /// Tool names by number, and numbers by name.
+        tools: Vec<Box<str>>,
+        tool_ids: HashMap<Box<str>, u32>,
+        contexts: Vec<Ctx>,
+        context_ids: HashMap<Ctx, u32>,
+        sessions: HashMap<Box<str>, Chat>,
+        groups: HashMap<GroupKey, Group>,
+        pub totals: Totals,
+    }
+
+    /// What every session added.
+    #[derive(Default)]
+    pub struct Totals {
+        pub sessions: usize,
+        /// Of `sessions`, those gathered from requests without a session.
+        pub from_requests: usize,
+        pub turns: u64,
+        pub tokens: u64,
+        pub all_declared: u64,
+        /// By tool: the sessions that loaded it (activated it, or reached it
+        /// undeclared without a session).
+        pub loaded: HashMap<u32, Usage>,
+        /// By tool: the sessions whose first list declared it.
+        pub declared: HashMap<u32, Usage>,
+        /// The first [`super::LISTED`] misses, each query and tool once.
+        pub misses: Vec<Miss>,
+        miss_seen: HashSet<(Option<Rc<str>>, u32)>,
+    }
+
+    /// The caller, the client and the context of requests without a session.
+    type GroupKey = (Option<Box<str>>, Option<Box<str>>, u32);
+
+    struct Group {
+        chat: Chat,
+        /// The time of its last request, in milliseconds.
+        last: Option<i64>,
+    }
+
+    #[derive(Default)]
+    struct Chat {
+        context: u32,
+        /// A list was read: the next is not the first.
+        listed: bool,
+        /// The tools declared at the last list (sorted); `None` before one.
+        declared: Option<Rc<[u32]>>,
+        /// Tools this session loaded, each counted once.
+        loaded: HashSet<u32>,
+        last_search: Option<LastSearch>,
+    }
+
+    /// The last search: its query, what it returned, what was declared.
+    struct LastSearch {
+        query: Option<Rc<str>>,
+        returned: HashSet<u32>,
+        declared: Option<Rc<[u32]>>,
+        /// Tools already counted as missed by this search.
+        missed: HashSet<u32>,
+    }
+
+    impl Chats {
+        pub fn tool_id(&mut self, name: &str) -> u32 {
+            if let Some(&id) = self.tool_ids.get(name) {
+                return id;
+            }
+            let id = self.tools.len() as u32;
+            self.tools.push(name.into());
+            self.tool_ids.insert(name.into(), id);
+            id
+        }
+
+        pub fn tool(&self, id: u32) -> &str {
+            &self.tools[id as usize]
+        }
+
+        /// Every tool the events name.
+        pub fn tools(&self) -> impl Iterator<Item = &str> {
+            self.tools.iter().map(|t| &**t)
+        }
+
+        pub fn contexts(&self) -> &[Ctx] {
+            &self.contexts
+        }
+
+        fn context_id(&mut self, event: &Event) -> u32 {
+            let ctx: Ctx = match &event.context {
+                Some(c) => {
+                    let mut flags = c.flags.clone();
+                    flags.sort();
+                    (c.mode.clone(), c.bot.clone(), flags)
+                }
+                None => Ctx::default(),
+            };
+            if let Some(&id) = self.context_ids.get(&ctx) {
+                return id;
+            }
+            let id = self.contexts.len() as u32;
+            self.contexts.push(ctx.clone());
+            self.context_ids.insert(ctx, id);
+            id
+        }
+
+        /// Reads one event, written at `at` (milliseconds) if known.
+        pub fn read(&mut self, event: &Event, at: Option<i64>) {
+            let Some(name) = &event.session else {
+                return;
+            };
+            let context = self.context_id(event);
+            // Tool numbers first: the session is borrowed from here on.
+            let ids = |chats: &mut Chats, names: &[String]| -> Vec<u32> {
+                names.iter().map(|n| chats.tool_id(n)).collect()
+            };
+            let step = match &event.kind {
+                EventKind::List {
+                    names,
+                    tokens,
+                    all_declared,
+                    ..
+                } => {
+                    let mut declared = ids(self, names);
+                    declared.sort_unstable();
+                    declared.dedup();
+                    Step::List(declared.into(), *tokens, *all_declared)
+                }
+                EventKind::Search {
+                    query,
+                    names,
+                    activated,
+                    already_active,
+                    matched,
+                    status,
+                    ..
+                } if status.is_ok() => {
+                    // A search by exact names alone asks nothing of the ranking.
+                    let asked = query.as_deref().is_none_or(|q| !q.trim().is_empty());
+                    let returned = [names, activated, already_active, matched]
+                        .into_iter()
+                        .flat_map(|list| ids(self, list))
+                        .collect();
+                    Step::Search {
+                        query: query.as_deref().map(Rc::from),
+                        asked,
+                        activated: ids(self, activated),
+                        returned,
+                    }
+                }
+                EventKind::Load {
+                    names, activated, ..
+                } => Step::Load(ids(self, activated), ids(self, names)),
+                EventKind::Call {
+                    tool,
+                    outcome: Outcome::Allowed,
+                    ..
+                } => Step::Allowed(self.tool_id(tool)),
+                EventKind::Call {
+                    tool,
+                    outcome: Outcome::NotFound,
+                    declared_next_step: true,
+                    ..
+                } => Step::Declared(self.tool_id(tool)),
+                _ => Step::Other,
+            };
+            let totals = &mut self.totals;
+            let chat = if event.sessionless {
+                let key = (
+                    event.caller.as_deref().map(Box::from),
+                    event.client.as_deref().map(Box::from),
+                    context,
+                );
+                let group = self.groups.entry(key).or_insert_with(|| {
+                    totals.sessions += 1;
+                    totals.from_requests += 1;
+                    Group {
+                        chat: Chat {
+                            context,
+                            ..Chat::default()
+                        },
+                        last: None,
+                    }
+                });
+                if let (Some(at), Some(last)) = (at, group.last)
+                    && (at - last).abs() > IDLE_MS
+                {
+                    // A new session of the same client: it lists what the
+                    // last one did (the same context, the same first turn).
+                    totals.sessions += 1;
+                    totals.from_requests += 1;
+                    group.chat = Chat {
+                        context,
+                        declared: group.chat.declared.take(),
+                        ..Chat::default()
+                    };
+                }
+                group.last = at.or(group.last);
+                &mut group.chat
+            } else {
+                if !self.sessions.contains_key(name.as_str()) {
+                    totals.sessions += 1;
+                    self.sessions.insert(name.as_str().into(), Chat::default());
+                }
+                let Some(chat) = self.sessions.get_mut(name.as_str()) else {
+                    return;
+                };
+                chat.context = context;
+                chat
+            };
+            chat.step(step, event.sessionless, totals);
+        }
+    }
+
+    /// What an event tells of its session, with tools by number.
+    enum Step {
+        /// The declared tools (sorted), tokens, tokens with every tool.
+        List(Rc<[u32]>, u64, u64),
+        Search {
+            query: Option<Rc<str>>,
+            asked: bool,
+            activated: Vec<u32>,
+            returned: HashSet<u32>,
+        },
+        /// Activated, and the names asked for.
+        Load(Vec<u32>, Vec<u32>),
+        Allowed(u32),
+        /// Refused, and declared from the next step (`on_miss`).
+        Declared(u32),
+        Other,
+    }
+
+    impl Chat {
+        fn step(&mut self, step: Step, sessionless: bool, totals: &mut Totals) {
+            match step {
+                Step::List(declared, tokens, all_declared) => {
+                    totals.turns += 1;
+                    totals.tokens += tokens;
+                    totals.all_declared += all_declared;
+                    if !std::mem::replace(&mut self.listed, true) {
+                        for &t in declared.iter() {
+                            let u = totals.declared.entry(t).or_default();
+                            u.sessions += 1;
+                            u.contexts.insert(self.context);
+                        }
+                    }
+                    self.declared = Some(declared);
+                }
+                Step::Search {
+                    query,
+                    asked,
+                    activated,
+                    returned,
+                } => {
+                    for t in activated {
+                        self.load(t, totals);
+                    }
+                    self.last_search = asked.then(|| LastSearch {
+                        query,
+                        returned,
+                        declared: self.declared.clone(),
+                        missed: HashSet::new(),
+                    });
+                }
+                Step::Load(activated, names) => {
+                    for t in activated {
+                        self.load(t, totals);
+                    }
+                    for t in names {
+                        self.miss(t, totals);
+                    }
+                }
+                Step::Allowed(t) => {
+                    self.miss(t, totals);
+                    // Without a session a call reaches a deferred tool at
+                    // once: a tool the list did not declare was loaded.
+                    if sessionless
+                        && let Some(declared) = &self.declared
+                        && declared.binary_search(&t).is_err()
+                    {
+                        self.load(t, totals);
+                    }
+                }
+                Step::Declared(t) => self.load(t, totals),
+                Step::Other => {}
+            }
+        }
+
+        fn load(&mut self, tool: u32, totals: &mut Totals) {
+            let u = totals.loaded.entry(tool).or_default();
+            u.contexts.insert(self.context);
+            if self.loaded.insert(tool) {
+                u.sessions += 1;
+            }
+        }
+
+        /// A call or load of `tool` after a search that did not return it,
+        /// of a tool that was not declared when the model searched. A call
+        /// the policy refused is no miss: a hidden or ungranted tool is not
+        /// one the search should have found.
+        fn miss(&mut self, tool: u32, totals: &mut Totals) {
+            let Some(last) = &mut self.last_search else {
+                return;
+            };
+            let declared = last
+                .declared
+                .as_ref()
+                .is_some_and(|d| d.binary_search(&tool).is_ok());
+            if last.returned.contains(&tool) || declared || !last.missed.insert(tool) {
+                return;
+            }
+            if totals.misses.len() >= super::LISTED
+                || !totals.miss_seen.insert((last.query.clone(), tool))
+            {
+                return;
+            }
+            totals.misses.push(Miss {
+                query: last.query.clone(),
+                tool,
+            });
+        }
+    }
+
+    /// `2026-12-01T12:00:00.123Z` in milliseconds since 1970; `None` for
+    /// anything else.
+    pub fn millis(ts: &str) -> Option<i64> {
+        let b = ts.as_bytes();
+        let num = |r: std::ops::Range<usize>| -> Option<i64> {
+            let s = ts.get(r)?;
+            s.bytes()
+                .all(|c| c.is_ascii_digit())
+                .then(|| s.parse().ok())?
+        };
+        if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' {
+            return None;
+        }
+        let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+        let (h, min, s) = (num(11..13)?, num(14..16)?, num(17..19)?);
+        let ms = match b.get(19) {
+            Some(b'.') => num(20..23).unwrap_or(0),
+            _ => 0,
+        };
+        if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+            return None;
+        }
+        // Days from civil, after Howard Hinnant's algorithm.
+        let y = if m <= 2 { y - 1 } else { y };
+        let era = y.div_euclid(400);
+        let yoe = y - era * 400;
+        let mp = (m + 9) % 12;
+        let doy = (153 * mp + 2) / 5 + d - 1;
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+        let days = era * 146_097 + doe - 719_468;
+        Some(((days * 24 + h) * 60 + min) * 60_000 + s * 1000 + ms)
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[test]
+        fn millis_reads_the_log_s_times() {
+            assert_eq!(super::millis("1970-01-01T00:00:00.000Z"), Some(0));
+            assert_eq!(
+                super::millis("2026-12-01T12:00:00.123Z"),
+                Some(1_796_126_400_123)
+            );
+            assert_eq!(super::millis("2026-12-01"), None);
+            assert_eq!(super::millis("2026-13-01T00:00:00.000Z"), None);
+        }
+    }
 }
 
 /// Words of `query` that neither the name nor the description holds.
@@ -372,17 +683,22 @@ fn lacking(query: &str, name: &str, description: &str) -> Vec<String> {
     out
 }
 
-/// A tool name as a selector: bare where the language reads it so, quoted
-/// otherwise; `None` for a name no selector can name alone (one with `*`).
+/// A tool name as a selector: bare where the language reads it as a tool
+/// name, quoted otherwise (a name that starts as a `skill:`, `source:` or
+/// `hint:` selector does, in any case); `None` for a name no selector can
+/// name alone (one with `*`).
 fn selector(name: &str) -> Option<String> {
-    if name.contains('*') {
+    if name.contains('*') || name.is_empty() {
         return None;
     }
     let bare = name
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || "_-./:".contains(c));
     let lower = name.to_ascii_lowercase();
-    if bare && !lower.starts_with("skill:") && !lower.starts_with("source:") {
+    let kind = ["skill:", "source:", "hint:"]
+        .iter()
+        .any(|k| lower.starts_with(k));
+    if bare && !kind {
         Some(name.to_string())
     } else {
         Some(format!(
@@ -392,36 +708,163 @@ fn selector(name: &str) -> Option<String> {
     }
 }
 
-/// Whether adding `line` to the policy gives `tool` the `want` exposure in
-/// every context (mode, bot, flags) it was seen in: a `when` block of a
-/// flag, or a bot's block, can overrule a line the mode alone would take.
-fn changes(
-    policy: &Policy,
-    registry: Option<&Registry>,
-    line: &str,
-    tool: &str,
-    contexts: &BTreeSet<Ctx>,
-    want: Exposure,
-) -> bool {
-    let text = format!("{}\n{line}\n", policy.source.text);
-    let Ok(changed) = Policy::parse(policy.source.name.clone(), &text) else {
-        return false;
-    };
-    let table = Table::compile(&changed);
-    let item = registry
-        .and_then(|r| r.get(tool))
-        .map_or_else(|| ItemRef::tool(tool), ItemRef::from_tool);
-    contexts.iter().all(|(mode, bot, flags)| {
-        let ctx = Context {
-            mode: mode.clone(),
-            bot: bot.clone(),
-            flags: flags.iter().cloned().collect(),
-            grants: None,
+/// What trying a line on the policy found.
+#[derive(Debug, PartialEq)]
+enum Verdict {
+    /// Nothing to suggest: the tool is a guard or a search tool, or is
+    /// already what the line would make it.
+    Nothing,
+    /// A rule of the policy would overrule the line in a context the tool
+    /// was seen in.
+    Overruled,
+    /// The line would change these tools' decisions too.
+    AlsoChanges(Vec<String>),
+    Applies,
+}
+
+/// Tries suggested lines on a copy of the policy: the line is added at its
+/// end, and every tool the registry and the logs know is decided in every
+/// context the logs saw, before and after.
+struct Checker<'a> {
+    policy: &'a Policy,
+    registry: Option<&'a Registry>,
+    /// The contexts the logs saw, by their number there; `None` where the
+    /// policy cannot answer (a mode it no longer has).
+    contexts: Vec<Option<Context>>,
+    /// Every tool the registry or the logs name.
+    tools: Vec<String>,
+    index: HashMap<String, usize>,
+    /// The policy's decisions, by context and tool.
+    before: Vec<Option<Vec<(Exposure, CauseKind)>>>,
+}
+
+impl<'a> Checker<'a> {
+    fn new<'t>(
+        policy: &'a Policy,
+        registry: Option<&'a Registry>,
+        logged_tools: impl Iterator<Item = &'t str>,
+        contexts: &[Ctx],
+    ) -> Checker<'a> {
+        let mut tools: Vec<String> = Vec::new();
+        let mut index = HashMap::new();
+        let mut add = |name: &str| {
+            if !index.contains_key(name) {
+                index.insert(name.to_string(), tools.len());
+                tools.push(name.to_string());
+            }
         };
-        table
-            .resolve(&ctx)
-            .is_ok_and(|r| table.decide(&r, &item).exposure == want)
-    })
+        for t in registry.into_iter().flat_map(Registry::tools) {
+            add(&t.name);
+        }
+        logged_tools.for_each(&mut add);
+        let contexts: Vec<Option<Context>> = contexts
+            .iter()
+            .map(|(mode, bot, flags)| {
+                Some(Context {
+                    mode: mode.clone(),
+                    bot: bot.clone(),
+                    flags: flags.iter().cloned().collect(),
+                    grants: None,
+                })
+            })
+            .collect();
+        let mut checker = Checker {
+            policy,
+            registry,
+            contexts,
+            tools,
+            index,
+            before: Vec::new(),
+        };
+        checker.before = checker.decide_all(&Table::compile(policy));
+        for (c, before) in checker.contexts.iter_mut().zip(&checker.before) {
+            if before.is_none() {
+                *c = None;
+            }
+        }
+        checker
+    }
+
+    fn decide_all(&self, table: &Table) -> Vec<Option<Vec<(Exposure, CauseKind)>>> {
+        self.contexts
+            .iter()
+            .map(|ctx| {
+                let resolved = table.resolve(ctx.as_ref()?).ok()?;
+                Some(
+                    self.tools
+                        .iter()
+                        .map(|t| {
+                            let d = table.decide(&resolved, &self.item_of(t));
+                            (d.exposure, d.cause)
+                        })
+                        .collect(),
+                )
+            })
+            .collect()
+    }
+
+    fn item_of<'t>(&self, tool: &'t str) -> ItemRef<'t>
+    where
+        'a: 't,
+    {
+        self.registry
+            .and_then(|r| r.get(tool))
+            .map_or_else(|| ItemRef::tool(tool), ItemRef::from_tool)
+    }
+
+    /// Whether `line` gives `tool` the `want` exposure in every context of
+    /// `seen` (by number), where it has another now, and changes nothing
+    /// else anywhere.
+    fn check(&self, line: &str, tool: &str, seen: &BTreeSet<u32>, want: Exposure) -> Verdict {
+        let Some(&i) = self.index.get(tool) else {
+            return Verdict::Overruled;
+        };
+        let seen: Vec<usize> = seen
+            .iter()
+            .map(|&c| c as usize)
+            .filter(|&c| self.before.get(c).is_some_and(Option::is_some))
+            .collect();
+        let now: Vec<(Exposure, CauseKind)> = seen
+            .iter()
+            .filter_map(|&c| self.before[c].as_ref().map(|d| d[i]))
+            .collect();
+        if now.is_empty()
+            || now
+                .iter()
+                .any(|(_, cause)| matches!(cause, CauseKind::Guard | CauseKind::Search))
+            || now.iter().all(|(e, _)| *e == want)
+        {
+            return Verdict::Nothing;
+        }
+        let text = format!("{}\n{line}\n", self.policy.source.text);
+        let Ok(changed) = Policy::parse(self.policy.source.name.clone(), &text) else {
+            return Verdict::Overruled;
+        };
+        let after = self.decide_all(&Table::compile(&changed));
+        let takes = seen
+            .iter()
+            .all(|&c| after[c].as_ref().is_some_and(|d| d[i].0 == want));
+        if !takes {
+            return Verdict::Overruled;
+        }
+        let mut also: Vec<String> = Vec::new();
+        for (before, after) in self.before.iter().zip(&after) {
+            let (Some(before), Some(after)) = (before, after) else {
+                continue;
+            };
+            for (t, (b, a)) in before.iter().zip(after).enumerate() {
+                if t != i && b.0 != a.0 && !also.contains(&self.tools[t]) {
+                    also.push(self.tools[t].clone());
+                }
+            }
+        }
+        if also.is_empty() {
+            Verdict::Applies
+        } else {
+            also.sort();
+            Verdict::AlsoChanges(also)
+        }
+    }
 }
 
 /// One line as an event. The number `ms` is taken out before the rest is
@@ -438,6 +881,42 @@ fn parse(text: &str) -> Result<Logged, serde_json::Error> {
         *slot = ms;
     }
     Ok(logged)
+}
+
+/// Reads one line into `buf`, keeping at most `cap` bytes of it and
+/// reading past the rest: the line's length (without its newline), or
+/// `None` at the end.
+fn read_line(
+    input: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+    cap: usize,
+) -> std::io::Result<Option<u64>> {
+    buf.clear();
+    let mut len: u64 = 0;
+    let mut any = false;
+    loop {
+        let chunk = match input.fill_buf() {
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            return Ok(any.then_some(len));
+        }
+        any = true;
+        let (part, done) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (&chunk[..i], true),
+            None => (chunk, false),
+        };
+        let room = cap.saturating_sub(buf.len());
+        buf.extend_from_slice(&part[..part.len().min(room)]);
+        len += part.len() as u64;
+        let used = part.len() + usize::from(done);
+        input.consume(used);
+        if done {
+            return Ok(Some(len));
+        }
+    }
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -460,17 +939,25 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let mut reader = Reader::default();
     for path in &args.logs {
         let file = std::fs::File::open(path).map_err(|e| CliError::Io(path.clone(), e))?;
-        let mut lines = std::io::BufReader::new(file);
+        let mut lines = std::io::BufReader::with_capacity(64 * 1024, file);
         let mut buf = Vec::new();
         let mut n = 0;
         loop {
-            buf.clear();
-            match lines.read_until(b'\n', &mut buf) {
-                Ok(0) => break,
-                Ok(_) => {}
+            let len = match read_line(&mut lines, &mut buf, MAX_LINE_BYTES) {
+                Ok(None) => break,
+                Ok(Some(len)) => len,
                 Err(e) => return Err(CliError::Io(path.clone(), e)),
-            }
+            };
             n += 1;
+            if len > MAX_LINE_BYTES as u64 {
+                let message = format!(
+                    "a line of {} bytes, longer than the {} MiB an event may be",
+                    thousands(len),
+                    MAX_LINE_BYTES >> 20
+                );
+                reader.bad_line(path, n, message);
+                continue;
+            }
             let text = String::from_utf8_lossy(&buf);
             let text = text.trim();
             if text.is_empty() {
@@ -483,18 +970,15 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                     {
                         continue;
                     }
-                    reader.read(logged.event, registry.as_ref());
-                }
-                Err(e) => {
-                    reader.bad += 1;
-                    if reader.bad_shown.len() < BAD_LINES_SHOWN {
-                        reader.bad_shown.push(BadLine {
-                            file: path.display().to_string(),
-                            line: n,
-                            message: e.to_string(),
-                        });
+                    if let Some(caller) = &args.caller
+                        && logged.event.session.is_some()
+                        && logged.event.caller.as_ref() != Some(caller)
+                    {
+                        continue;
                     }
+                    reader.read(logged);
                 }
+                Err(e) => reader.bad_line(path, n, e.to_string()),
             }
         }
     }
@@ -506,63 +990,100 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn summarize(r: Reader, policy: Option<&Policy>, registry: Option<&Registry>) -> Report {
-    let sessions = r.sessions.len();
-    let mut loads: BTreeMap<&str, (usize, BTreeSet<Ctx>)> = BTreeMap::new();
-    let mut declared: BTreeMap<&str, BTreeSet<Ctx>> = BTreeMap::new();
-    for s in r.sessions.values() {
-        for (t, contexts) in &s.activated {
-            let e = loads.entry(t).or_default();
-            e.0 += 1;
-            e.1.extend(contexts.iter().cloned());
-        }
-        if let Some((names, context)) = &s.first_declared {
-            for t in names {
-                declared.entry(t).or_default().insert(context.clone());
-            }
-        }
-    }
-    let check = |line: &str, tool: &str, contexts: &BTreeSet<Ctx>, want| {
-        policy.map(|p| changes(p, registry, line, tool, contexts, want))
-    };
-    let mut load_in_most: Vec<Suggestion> = loads
-        .into_iter()
-        .filter(|(_, (n, _))| *n * 2 > sessions)
-        .filter_map(|(tool, (n, contexts))| {
-            let line = format!("NoDefer({})", selector(tool)?);
+/// Tools whose lines are never suggested: the engine's own, unless the
+/// registry has a tool of that name.
+fn own_tool(name: &str, registry: Option<&Registry>) -> bool {
+    [DEFAULT_SEARCH_TOOL, DEFAULT_CALL_TOOL].contains(&name)
+        && registry.is_none_or(|r| r.get(name).is_none())
+}
+
+/// The suggestions of one section: a line per tool, tried on the policy.
+fn suggest<'u>(
+    usage: impl Iterator<Item = (&'u str, &'u Usage)>,
+    rule: &str,
+    want: Exposure,
+    checker: Option<&Checker<'_>>,
+    registry: Option<&Registry>,
+) -> Vec<Suggestion> {
+    let mut out: Vec<Suggestion> = usage
+        .filter(|(tool, _)| !own_tool(tool, registry))
+        .filter_map(|(tool, u)| {
+            let line = format!("{rule}({})", selector(tool)?);
+            let (checked, also_changes) =
+                match checker.map(|c| c.check(&line, tool, &u.contexts, want)) {
+                    None => (None, Vec::new()),
+                    Some(Verdict::Nothing) => return None,
+                    Some(Verdict::Overruled) => (Some(false), Vec::new()),
+                    Some(Verdict::AlsoChanges(mut also)) => {
+                        also.truncate(ALSO_NAMED);
+                        (Some(false), also)
+                    }
+                    Some(Verdict::Applies) => (Some(true), Vec::new()),
+                };
             Some(Suggestion {
-                checked: check(&line, tool, &contexts, Exposure::Active),
                 tool: tool.to_string(),
-                sessions: n,
+                sessions: u.sessions,
                 line,
+                checked,
+                also_changes,
             })
         })
         .collect();
-    load_in_most.sort_by(|a, b| b.sessions.cmp(&a.sessions).then(a.tool.cmp(&b.tool)));
-    let never_called = declared
-        .into_iter()
-        .filter(|(t, _)| !r.called.contains(*t))
-        .filter_map(|(tool, contexts)| {
-            let line = format!("Defer({})", selector(tool)?);
-            Some(Suggestion {
-                checked: check(&line, tool, &contexts, Exposure::Deferred),
+    out.sort_by(|a, b| b.sessions.cmp(&a.sessions).then(a.tool.cmp(&b.tool)));
+    out
+}
+
+fn summarize(r: Reader, policy: Option<&Policy>, registry: Option<&Registry>) -> Report {
+    let chats = &r.chats;
+    let totals = &chats.totals;
+    let sessions = totals.sessions;
+    let checker = policy.map(|p| Checker::new(p, registry, chats.tools(), chats.contexts()));
+    let loaded = totals
+        .loaded
+        .iter()
+        .filter(|(_, u)| u.sessions * 2 > sessions)
+        .map(|(&t, u)| (chats.tool(t), u));
+    let load_in_most = suggest(
+        loaded,
+        "NoDefer",
+        Exposure::Active,
+        checker.as_ref(),
+        registry,
+    );
+    let declared = totals
+        .declared
+        .iter()
+        .filter(|(t, _)| !r.called.contains(t))
+        .map(|(&t, u)| (chats.tool(t), u));
+    let never_called = suggest(
+        declared,
+        "Defer",
+        Exposure::Deferred,
+        checker.as_ref(),
+        registry,
+    );
+    let misses = totals
+        .misses
+        .iter()
+        .map(|m| {
+            let tool = chats.tool(m.tool);
+            let missing_words = match (registry, &m.query) {
+                (Some(r), Some(q)) => r.get(tool).map(|t| lacking(q, &t.name, &t.description)),
+                _ => None,
+            };
+            Miss {
+                query: m.query.as_deref().map(str::to_string),
                 tool: tool.to_string(),
-                sessions: r
-                    .sessions
-                    .values()
-                    .filter(|s| {
-                        s.first_declared
-                            .as_ref()
-                            .is_some_and(|(names, _)| names.iter().any(|t| t == tool))
-                    })
-                    .count(),
-                line,
-            })
+                missing_words,
+            }
         })
         .collect();
     let mut empty: Vec<(String, u64)> = r.empty.into_iter().collect();
-    empty.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    empty.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     empty.truncate(LISTED);
+    if r.empty_other > 0 {
+        empty.push(("(other queries)".into(), r.empty_other));
+    }
     let mut refusals: Vec<Refusal> = r
         .refusals
         .into_iter()
@@ -592,11 +1113,12 @@ fn summarize(r: Reader, policy: Option<&Policy>, registry: Option<&Registry>) ->
     Report {
         events: r.events,
         sessions,
-        turns: r.sessions.values().map(|s| s.turns).sum(),
-        tokens: r.sessions.values().map(|s| s.tokens).sum(),
-        tokens_all_declared: r.sessions.values().map(|s| s.all_declared).sum(),
+        sessions_from_requests: totals.from_requests,
+        turns: totals.turns,
+        tokens: totals.tokens,
+        tokens_all_declared: totals.all_declared,
         empty_searches: empty,
-        search_misses: r.misses,
+        search_misses: misses,
         load_in_most_sessions: load_in_most,
         never_called,
         refusals,
@@ -619,10 +1141,14 @@ fn human(r: &Report) -> String {
     } else {
         0.0
     };
+    let gathered = match r.sessions_from_requests {
+        0 => String::new(),
+        n => format!(" ({n} of them gathered from requests without a session)"),
+    };
     let _ = writeln!(
         o,
-        "{} events, {} sessions, {} turns listed: {} tokens declared, {} had every tool been \
-         declared ({saved:.0}% saved)",
+        "{} events, {} sessions{gathered}, {} turns listed: {} tokens declared, {} had every \
+         tool been declared ({saved:.0}% saved)",
         thousands(r.events),
         r.sessions,
         r.turns,
@@ -661,9 +1187,19 @@ fn human(r: &Report) -> String {
     }
     let suggestions = |o: &mut String, list: &[Suggestion], what: &str| {
         for s in list {
-            let note = match s.checked {
-                Some(false) => "  (not suggested: a rule of the policy would overrule it)",
-                _ => "",
+            let note = match (s.checked, s.also_changes.is_empty()) {
+                (Some(false), true) => {
+                    "  (not suggested: a rule of the policy would overrule it)".to_string()
+                }
+                (Some(false), false) => format!(
+                    "  (not suggested: it would change {} too)",
+                    s.also_changes
+                        .iter()
+                        .map(|t| format!("`{}`", esc(t)))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                _ => String::new(),
             };
             let _ = writeln!(
                 o,
@@ -746,4 +1282,68 @@ fn human(r: &Report) -> String {
         }
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_past_the_cap_is_read_past_and_only_its_length_kept() {
+        let text = format!("{}\n{{}}\nlast", "x".repeat(100));
+        let mut input = std::io::BufReader::with_capacity(7, text.as_bytes());
+        let mut buf = Vec::new();
+        assert_eq!(read_line(&mut input, &mut buf, 10).unwrap(), Some(100));
+        assert_eq!(buf.len(), 10);
+        assert_eq!(read_line(&mut input, &mut buf, 10).unwrap(), Some(2));
+        assert_eq!(buf, b"{}");
+        assert_eq!(read_line(&mut input, &mut buf, 10).unwrap(), Some(4));
+        assert_eq!(buf, b"last");
+        assert_eq!(read_line(&mut input, &mut buf, 10).unwrap(), None);
+    }
+
+    #[test]
+    fn names_that_read_as_other_selectors_are_quoted() {
+        assert_eq!(selector("Read").as_deref(), Some("Read"));
+        assert_eq!(selector("mcp:git/x").as_deref(), Some("mcp:git/x"));
+        for name in ["hint:destructive", "HINT:x", "skill:a", "Source:b", "a b"] {
+            assert_eq!(selector(name), Some(format!("\"{name}\"")));
+        }
+        assert_eq!(selector("a*"), None);
+    }
+
+    /// A line that would decide other tools too is not suggested as is,
+    /// and those tools are named.
+    #[test]
+    fn a_line_that_changes_other_tools_is_named_with_them() {
+        let policy = Policy::parse("p.policy", "Defer(*)\n").unwrap();
+        let registry = Registry::from_json(
+            r#"[{"name": "hint:destructive", "description": "A."},
+                {"name": "Rm", "description": "B.", "annotations": {"destructiveHint": true}},
+                {"name": "Ls", "description": "C.", "annotations": {"readOnlyHint": true}}]"#,
+        )
+        .unwrap();
+        let contexts = [Ctx::default()];
+        let checker = Checker::new(&policy, Some(&registry), std::iter::empty(), &contexts);
+        let seen = BTreeSet::from([0]);
+        let tool = "hint:destructive";
+        assert_eq!(
+            checker.check("NoDefer(hint:destructive)", tool, &seen, Exposure::Active),
+            Verdict::AlsoChanges(vec!["Rm".into()])
+        );
+        assert_eq!(
+            checker.check(
+                "NoDefer(\"hint:destructive\")",
+                tool,
+                &seen,
+                Exposure::Active
+            ),
+            Verdict::Applies
+        );
+        // Already deferred: nothing to suggest.
+        assert_eq!(
+            checker.check("Defer(Rm)", "Rm", &seen, Exposure::Deferred),
+            Verdict::Nothing
+        );
+    }
 }
