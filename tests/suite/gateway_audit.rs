@@ -266,6 +266,7 @@ fn sighup_reopens_the_log_at_its_path() {
         in_moved,
         "the moved file still grows"
     );
+}
 
 /// Requests without a session (2026-07-28) each have a session of their
 /// own in the engine; their events say so, and name the client as it
