@@ -109,8 +109,10 @@ fn words(line: &str) -> Vec<String> {
 fn policy_args(line: &str) -> Option<Vec<String>> {
     let words = words(line);
     match words.as_slice() {
-        [cargo, run, dashes, rest @ ..] if cargo == "cargo" && run == "run" && dashes == "--" => {
-            Some(rest.to_vec())
+        // `cargo run [cargo's own flags] -- ARGS`
+        [cargo, run, rest @ ..] if cargo == "cargo" && run == "run" => {
+            let dashes = rest.iter().position(|w| w == "--")?;
+            Some(rest[dashes + 1..].to_vec())
         }
         [policy, rest @ ..] if policy == "policy" => Some(rest.to_vec()),
         _ => None,

@@ -51,7 +51,14 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let target = target(&args)?;
     let registry = match (&args.registry, &args.servers) {
         (Some(path), _) => common::load_registry(Some(path))?.unwrap_or_default(),
+        #[cfg(feature = "gateway")]
         (None, Some(servers)) => crate::registry::start_and_list(servers, args.start_timeout)?,
+        #[cfg(not(feature = "gateway"))]
+        (None, Some(_)) => {
+            return Err(CliError::Usage(
+                "`--servers` starts servers, which this build of `policy` cannot (it was built without the `gateway` feature); give `--registry FILE`, or install the full command".into(),
+            ));
+        }
         (None, None) => {
             return Err(CliError::Usage(
                 "give `--registry FILE` or `--servers FILE`: the tools to lock".into(),

@@ -29,11 +29,13 @@ mod diff;
 mod explain;
 mod files;
 mod fmt;
+#[cfg(feature = "gateway")]
 mod gateway;
 mod lock;
 mod matrix;
 mod measure;
 mod plan;
+#[cfg(feature = "gateway")]
 mod registry;
 mod replay;
 mod report;
@@ -82,8 +84,10 @@ enum Command {
     /// What audit logs show: empty searches, search misses, tools to declare or defer, refusals
     Report(report::Args),
     /// An MCP server on standard input/output that puts the servers of a servers file behind a policy
+    #[cfg(feature = "gateway")]
     Gateway(gateway::Args),
     /// Start the servers of a servers file and write the registry the gateway would serve
+    #[cfg(feature = "gateway")]
     Registry(registry::Args),
     /// Write the lock of approved tool definitions the policy names, or check the registry against it
     Lock(lock::Args),
@@ -102,7 +106,9 @@ fn main() -> ExitCode {
         Command::Replay(a) => replay::run(a),
         Command::Measure(a) => measure::run(a),
         Command::Report(a) => report::run(a),
+        #[cfg(feature = "gateway")]
         Command::Gateway(a) => gateway::run(a),
+        #[cfg(feature = "gateway")]
         Command::Registry(a) => registry::run(a),
         Command::Lock(a) => lock::run(a),
     };
