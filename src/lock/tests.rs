@@ -586,7 +586,8 @@ fn a_lock_never_attached_unlocks_everything() {
 fn the_direct_digest_is_the_digest_of_the_canonical_definition() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/registries");
     let mut tools = Vec::new();
-    for entry in std::fs::read_dir(dir).expect("the bundled registries") {
+    // The published crate has no examples folder; a checkout has.
+    for entry in std::fs::read_dir(dir).into_iter().flatten() {
         let text = std::fs::read_to_string(entry.expect("entry").path()).expect("readable");
         tools.extend(
             Registry::from_json(&text)
@@ -605,7 +606,8 @@ fn the_direct_digest_is_the_digest_of_the_canonical_definition() {
         )
         .expect("test JSON"),
     ));
-    assert!(tools.len() > 20, "{} tools", tools.len());
+    let in_checkout = std::path::Path::new(dir).is_dir();
+    assert!(!in_checkout || tools.len() > 20, "{} tools", tools.len());
     for t in &tools {
         let text = canonical(&definition(t));
         let sha: [u8; 32] = Sha256::digest(text.as_bytes()).into();
