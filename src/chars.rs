@@ -62,6 +62,15 @@ fn escape_where(text: &str, hide: impl Fn(char) -> bool) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// The system's `No such file or directory` as a message goes on:
+/// lowercase, with the rest (the library's `64 MiB`) left as it is.
+pub(crate) fn lowercase_first(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map_or_else(String::new, |c| c.to_lowercase().chain(chars).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -156,7 +156,10 @@ impl Failure {
 pub fn read(path: &str) -> Result<Vec<u8>, Failure> {
     crate::input::read(Path::new(path)).map_err(|e| {
         Failure::usage(
-            format!("cannot read `{path}`: {}", lowercase_first(&e.to_string())),
+            format!(
+                "cannot read `{path}`: {}",
+                crate::chars::lowercase_first(&e.to_string())
+            ),
             None,
         )
     })
@@ -170,15 +173,6 @@ pub fn read_text(path: &str) -> Result<String, Failure> {
     let bom = text.len() - crate::input::strip_bom(&text).len();
     text.drain(..bom);
     Ok(text)
-}
-
-/// The system's `No such file or directory` as a message goes on:
-/// lowercase, with the rest (the library's `64 MiB`) left as it is.
-pub(crate) fn lowercase_first(text: &str) -> String {
-    let mut chars = text.chars();
-    chars
-        .next()
-        .map_or_else(String::new, |c| c.to_lowercase().chain(chars).collect())
 }
 
 /// Opens the audit log at `path` (with search queries unless `queries` is
@@ -197,7 +191,7 @@ pub fn open_audit(
         format!(
             "cannot open the audit log `{}`: {}; going on without one",
             crate::chars::escape(path),
-            lowercase_first(&e.to_string())
+            crate::chars::lowercase_first(&e.to_string())
         )
     })
 }

@@ -333,7 +333,7 @@ impl Writer {
                         (self.warn)(format!(
                             "warning: cannot write the audit log `{}`: {}; its events are lost until it can be written again",
                             self.shown(),
-                            crate::host::lowercase_first(&e.to_string())
+                            crate::chars::lowercase_first(&e.to_string())
                         ));
                     }
                 }
@@ -348,7 +348,7 @@ impl Writer {
             Err(e) => (self.warn)(format!(
                 "warning: cannot reopen the audit log `{}`: {}; writing on to the file already open",
                 self.shown(),
-                crate::host::lowercase_first(&e.to_string())
+                crate::chars::lowercase_first(&e.to_string())
             )),
         }
     }
