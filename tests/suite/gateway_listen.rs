@@ -28,6 +28,22 @@ pub struct Listening {
     pub dir: std::path::PathBuf,
 }
 
+/// The address a gateway started with `--listen` says it serves at, once
+/// it says so; traffic goes to loopback whatever the address bound.
+pub fn serving_at(gw: &Gateway) -> String {
+    assert!(
+        gw.wait_stderr("serving MCP over HTTP at http://", 1),
+        "{}",
+        gw.stderr()
+    );
+    gw.stderr()
+        .split("serving MCP over HTTP at http://")
+        .nth(1)
+        .and_then(|rest| rest.split("/mcp").next())
+        .unwrap()
+        .replace("0.0.0.0:", "127.0.0.1:")
+}
+
 impl Listening {
     /// The gateway on `policy` and one fixture `fx` with `tools`, with
     /// `extra` arguments after `--listen 127.0.0.1:0`.
@@ -74,19 +90,7 @@ impl Listening {
         args.extend_from_slice(extra);
         let path = dir.to_path_buf();
         let gw = Gateway::spawn_env(&args, gateway_env).holding(dir);
-        assert!(
-            gw.wait_stderr("serving MCP over HTTP at http://", 1),
-            "{}",
-            gw.stderr()
-        );
-        let err = gw.stderr();
-        let addr = err
-            .split("serving MCP over HTTP at http://")
-            .nth(1)
-            .and_then(|rest| rest.split("/mcp").next())
-            .unwrap()
-            // Traffic goes to loopback whatever the address bound.
-            .replace("0.0.0.0:", "127.0.0.1:");
+        let addr = serving_at(&gw);
         Listening {
             gw,
             addr,

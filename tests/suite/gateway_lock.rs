@@ -455,18 +455,7 @@ fn locked_listening(tag: &str, policy: &str) -> crate::gateway_listen::Listening
     lock_servers(&p, &s);
     let path = dir.to_path_buf();
     let gw = Gateway::spawn(&file_args(&p, &s, &["--listen", "127.0.0.1:0"])).holding(dir);
-    assert!(
-        gw.wait_stderr("serving MCP over HTTP at http://", 1),
-        "{}",
-        gw.stderr()
-    );
-    let err = gw.stderr();
-    let addr = err
-        .split("serving MCP over HTTP at http://")
-        .nth(1)
-        .and_then(|rest| rest.split("/mcp").next())
-        .unwrap()
-        .to_string();
+    let addr = crate::gateway_listen::serving_at(&gw);
     crate::gateway_listen::Listening {
         gw,
         addr,
