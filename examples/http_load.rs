@@ -1,15 +1,26 @@
 //! A load driver for MCP's streamable HTTP transport (docs/performance.md,
 //! "Many clients over HTTP"): N clients at once, each on its own keep-alive
-//! connection, each making M `tools/call` requests of one tool without a
-//! session (the 2026-07-28 revision), and the throughput and latency of the
-//! answers. `tests/e2e/load.py` runs it against the fixture served over HTTP
-//! directly and through `policy gateway --listen`.
+//! connection, each making M `tools/call` requests of one tool, and the
+//! throughput and latency of the answers. `tests/e2e/load.py` runs it
+//! against the fixture served over HTTP directly and through `policy gateway
+//! --listen`; the load-balancer test runs it through HAProxy in front of
+//! several gateway processes.
 //!
 //! ```text
 //! http_load --url http://127.0.0.1:PORT/mcp --tool NAME
 //!           [--clients 100] [--calls 100] [--rate CALLS_PER_S]
+//!           [--era 2026-07-28|2025-11-25] [--token T]...
 //!           [--warmup 5] [--request-timeout 30] [--timeout 300] [--json]
 //! ```
+//!
+//! Both protocol eras: `2026-07-28` (the default) sends every call without a
+//! session, its protocol version in the request's `_meta`; `2025-11-25`
+//! opens a session per client with the `initialize` handshake (the
+//! `Mcp-Session-Id` the answer names, then `notifications/initialized`) and
+//! sends every call in it. A session the server no longer knows (404) is a
+//! failed call, and the client opens a new one for its next call. With
+//! `--token`, client `i` sends the `i mod k`-th of the `k` tokens given as
+//! its bearer credential.
 //!
 //! Without `--rate`, each client sends its next request as soon as the last
 //! is answered (a closed loop: with more clients than cores, a call's
@@ -40,7 +51,12 @@ use tokio::time::Instant;
 
 const USAGE: &str = "\
 usage: http_load --url http://127.0.0.1:PORT/mcp --tool NAME [--clients N] [--calls M]
-                 [--rate CALLS_PER_S] [--warmup K] [--request-timeout S] [--timeout S] [--json]";
+                 [--rate CALLS_PER_S] [--era 2026-07-28|2025-11-25] [--token T]...
+                 [--warmup K] [--request-timeout S] [--timeout S] [--json]";
+
+/// The revision without sessions, and the last one with them.
+const STATELESS: &str = "2026-07-28";
+const SESSIONS: &str = "2025-11-25";
 
 /// Errors kept word for word; past these, only counted.
 const KEPT_ERRORS: usize = 5;
@@ -57,6 +73,10 @@ struct Options {
     clients: usize,
     calls: usize,
     rate: Option<f64>,
+    /// The protocol revision the clients speak.
+    era: &'static str,
+    /// Bearer tokens, handed to the clients in turn.
+    tokens: Vec<String>,
     warmup: usize,
     request_timeout: Duration,
     timeout: Duration,
@@ -106,6 +126,8 @@ fn parse(args: &[String]) -> Result<Options, String> {
     let mut request_timeout = 30.0;
     let mut timeout = 300.0;
     let mut json = false;
+    let mut era = STATELESS;
+    let mut tokens = Vec::new();
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
         let mut value = |name: &str| {
@@ -119,7 +141,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
             "--clients" => clients = number("--clients", &value("--clients")?, 1, 1000)?,
             "--calls" => calls = number("--calls", &value("--calls")?, 1, 100_000)?,
             "--warmup" => warmup = number("--warmup", &value("--warmup")?, 0, 1000)?,
-            "--rate" => rate = Some(seconds("--rate", &value("--rate")?, 1.0, 1e6)?),
+            "--rate" => rate = Some(seconds("--rate", &value("--rate")?, 0.1, 1e6)?),
             "--request-timeout" => {
                 request_timeout = seconds(
                     "--request-timeout",
@@ -130,6 +152,27 @@ fn parse(args: &[String]) -> Result<Options, String> {
             }
             "--timeout" => timeout = seconds("--timeout", &value("--timeout")?, 0.001, 3600.0)?,
             "--json" => json = true,
+            "--era" => {
+                era = match value("--era")?.as_str() {
+                    STATELESS => STATELESS,
+                    SESSIONS => SESSIONS,
+                    other => {
+                        return Err(format!(
+                            "`--era` is `{STATELESS}` (requests without a session) or \
+                             `{SESSIONS}` (a session per client), not `{other}`"
+                        ));
+                    }
+                }
+            }
+            "--token" => {
+                let token = value("--token")?;
+                if token.is_empty() || token.bytes().any(|b| !b.is_ascii_graphic()) {
+                    return Err(
+                        "`--token` must be visible ASCII characters with no space".to_string()
+                    );
+                }
+                tokens.push(token);
+            }
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -158,6 +201,8 @@ fn parse(args: &[String]) -> Result<Options, String> {
         clients,
         calls,
         rate,
+        era,
+        tokens,
         warmup,
         request_timeout: Duration::from_secs_f64(request_timeout),
         timeout: Duration::from_secs_f64(timeout),
@@ -232,6 +277,8 @@ struct Tally {
     lags: Vec<u64>,
     failed: usize,
     errors: Vec<String>,
+    /// Sessions opened (`2025-11-25`), the first of each client's included.
+    sessions_opened: usize,
     /// The measured phase: from its start to the last answer.
     wall: Duration,
     /// Set when the run hit `--timeout`.
@@ -275,6 +322,8 @@ impl Report {
             "clients": options.clients,
             "calls": options.calls,
             "rate": options.rate,
+            "era": options.era,
+            "sessions_opened": t.sessions_opened,
             "answered": t.latencies.len(),
             "failed": t.failed,
             "errors": t.errors,
@@ -297,8 +346,16 @@ impl Report {
             None => "closed loop".to_string(),
         };
         println!(
-            "{} clients × {} calls of `{}` at {} ({how})",
-            options.clients, options.calls, options.tool, options.url
+            "{} clients × {} calls of `{}` at {} ({how}, {})",
+            options.clients,
+            options.calls,
+            options.tool,
+            options.url,
+            if options.era == SESSIONS {
+                format!("{SESSIONS}: {} sessions opened", t.sessions_opened)
+            } else {
+                format!("{STATELESS}: no session")
+            }
         );
         println!(
             "  {} answered, {} failed in {:.2} s: {:.0} calls/s",
@@ -354,7 +411,10 @@ async fn run(options: &Options) -> Report {
         host: options.host.clone(),
         path: options.path.clone(),
         tool: options.tool.clone(),
+        era: options.era,
+        tokens: options.tokens.clone(),
         request_timeout: options.request_timeout,
+        tally: Arc::clone(&tally),
     });
     let mut tasks = tokio::task::JoinSet::new();
     // The measured phase's start, sent once every client has warmed up.
@@ -438,14 +498,29 @@ struct Shared {
     host: String,
     path: String,
     tool: String,
+    era: &'static str,
+    tokens: Vec<String>,
     request_timeout: Duration,
+    /// Where the clients count the sessions they open.
+    tally: Arc<Mutex<Tally>>,
 }
 
-/// One client: its own keep-alive connection, opened again after a failure.
+/// One client: its own keep-alive connection, opened again after a failure,
+/// and (`2025-11-25`) its session, opened again after a 404.
 struct Client {
     shared: Arc<Shared>,
     index: usize,
     sender: Option<SendRequest<Full<Bytes>>>,
+    session: Option<String>,
+}
+
+/// An answer's status, whether its body is JSON, its session header and
+/// its body.
+struct Exchanged {
+    status: hyper::StatusCode,
+    json_body: bool,
+    session: Option<String>,
+    body: String,
 }
 
 impl Client {
@@ -454,6 +529,7 @@ impl Client {
             shared,
             index,
             sender: None,
+            session: None,
         }
     }
 
@@ -477,6 +553,102 @@ impl Client {
 
     async fn exchange(&mut self, n: usize) -> Result<(), String> {
         let who = format!("call {n} of client {}", self.index);
+        if self.shared.era == SESSIONS && self.session.is_none() {
+            self.open_session(&who).await?;
+        }
+        let text = format!("c{}-{n}", self.index);
+        let mut params = json!({
+            "name": self.shared.tool,
+            "arguments": {"text": text},
+        });
+        if self.shared.era == STATELESS {
+            params["_meta"] = json!({
+                "io.modelcontextprotocol/protocolVersion": STATELESS,
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "http_load", "version": "1"},
+            });
+        }
+        let body = json!({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": params});
+        let answer = self.post(&who, &body, Some("tools/call")).await?;
+        if answer.status == hyper::StatusCode::NOT_FOUND && self.session.is_some() {
+            // The server no longer knows the session: the next call opens
+            // a new one, and this one failed.
+            self.session = None;
+            return Err(format!(
+                "{who}: status 404, the session is gone: {}",
+                clip(&answer.body)
+            ));
+        }
+        if answer.status != hyper::StatusCode::OK {
+            return Err(format!(
+                "{who}: status {}: {}",
+                answer.status,
+                clip(&answer.body)
+            ));
+        }
+        let reply = answer_of(&answer.body, answer.json_body)
+            .ok_or_else(|| format!("{who}: no JSON-RPC answer in `{}`", clip(&answer.body)))?;
+        check(&reply, n, &text).map_err(|e| format!("{who}: {e}"))
+    }
+
+    /// The `2025-11-25` handshake: `initialize`, the session its answer
+    /// names, then `notifications/initialized` in that session.
+    async fn open_session(&mut self, who: &str) -> Result<(), String> {
+        let initialize = json!({
+            "jsonrpc": "2.0",
+            "id": "init",
+            "method": "initialize",
+            "params": {
+                "protocolVersion": SESSIONS,
+                "capabilities": {},
+                "clientInfo": {"name": "http_load", "version": "1"},
+            },
+        });
+        let answer = self.post(who, &initialize, Some("initialize")).await?;
+        if answer.status != hyper::StatusCode::OK {
+            return Err(format!(
+                "{who}: initialize: status {}: {}",
+                answer.status,
+                clip(&answer.body)
+            ));
+        }
+        let reply = answer_of(&answer.body, answer.json_body)
+            .filter(|r| r.get("result").is_some())
+            .ok_or_else(|| format!("{who}: initialize: no result in `{}`", clip(&answer.body)))?;
+        let version = reply["result"]["protocolVersion"].as_str().unwrap_or("");
+        if version != SESSIONS {
+            return Err(format!(
+                "{who}: initialize: the server answered protocol `{version}`, not `{SESSIONS}`"
+            ));
+        }
+        let session = answer
+            .session
+            .ok_or_else(|| format!("{who}: initialize: no `Mcp-Session-Id` in the answer"))?;
+        self.session = Some(session);
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let answer = self
+            .post(who, &initialized, Some("notifications/initialized"))
+            .await?;
+        if !answer.status.is_success() {
+            self.session = None;
+            return Err(format!(
+                "{who}: notifications/initialized: status {}: {}",
+                answer.status,
+                clip(&answer.body)
+            ));
+        }
+        lock(&self.shared.tally).sessions_opened += 1;
+        Ok(())
+    }
+
+    /// One JSON-RPC message posted on this client's connection (opened
+    /// first if it has none), with its session and credential.
+    async fn post(
+        &mut self,
+        who: &str,
+        message: &Value,
+        method: Option<&str>,
+    ) -> Result<Exchanged, String> {
         let sender = match &mut self.sender {
             Some(sender) => sender,
             None => {
@@ -493,53 +665,61 @@ impl Client {
             }
         };
         sender.ready().await.map_err(|e| format!("{who}: {e}"))?;
-        let text = format!("c{}-{n}", self.index);
-        let body = json!({
-            "jsonrpc": "2.0",
-            "id": n,
-            "method": "tools/call",
-            "params": {
-                "name": self.shared.tool,
-                "arguments": {"text": text},
-                "_meta": {
-                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                    "io.modelcontextprotocol/clientCapabilities": {},
-                    "io.modelcontextprotocol/clientInfo": {"name": "http_load", "version": "1"},
-                },
-            },
-        });
-        let request = hyper::Request::post(self.shared.path.as_str())
+        let version = if self.shared.era == SESSIONS {
+            SESSIONS
+        } else {
+            STATELESS
+        };
+        let mut request = hyper::Request::post(self.shared.path.as_str())
             .header(hyper::header::HOST, self.shared.host.as_str())
             .header(hyper::header::CONTENT_TYPE, "application/json")
             .header(hyper::header::ACCEPT, "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2026-07-28")
-            .header("mcp-method", "tools/call")
-            .header("mcp-name", self.shared.tool.as_str())
-            .body(Full::new(Bytes::from(body.to_string())))
+            .header("mcp-protocol-version", version);
+        if self.shared.era == STATELESS {
+            if let Some(method) = method {
+                request = request.header("mcp-method", method);
+            }
+            if message["method"] == "tools/call" {
+                request = request.header("mcp-name", self.shared.tool.as_str());
+            }
+        }
+        if let Some(session) = &self.session {
+            request = request.header("mcp-session-id", session.as_str());
+        }
+        let tokens = &self.shared.tokens;
+        if !tokens.is_empty() {
+            let token = &tokens[self.index % tokens.len()];
+            request = request.header(hyper::header::AUTHORIZATION, format!("Bearer {token}"));
+        }
+        let request = request
+            .body(Full::new(Bytes::from(message.to_string())))
             .map_err(|e| format!("{who}: {e}"))?;
         let response = sender
             .send_request(request)
             .await
             .map_err(|e| format!("{who}: {e}"))?;
         let status = response.status();
-        let json_body = response
-            .headers()
-            .get(hyper::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("application/json"));
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
+        let json_body = header("content-type").is_some_and(|v| v.starts_with("application/json"));
+        let session = header("mcp-session-id");
         let bytes = response
             .into_body()
             .collect()
             .await
             .map_err(|e| format!("{who}: reading the answer: {e}"))?
             .to_bytes();
-        let body = String::from_utf8_lossy(&bytes);
-        if status != hyper::StatusCode::OK {
-            return Err(format!("{who}: status {status}: {}", clip(&body)));
-        }
-        let answer = answer_of(&body, json_body)
-            .ok_or_else(|| format!("{who}: no JSON-RPC answer in `{}`", clip(&body)))?;
-        check(&answer, n, &text).map_err(|e| format!("{who}: {e}"))
+        Ok(Exchanged {
+            status,
+            json_body,
+            session,
+            body: String::from_utf8_lossy(&bytes).into_owned(),
+        })
     }
 }
 

@@ -25,7 +25,7 @@ use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 use std::collections::HashSet;
 use std::path::Path;
-use toolpolicy::gateway::dry_run::{self, Report, ServerReport};
+use toolpolicy::gateway::dry_run::{self, Report, Served, ServerReport};
 use toolpolicy::gateway::servers::{Problem, ServerSpec, Transport, name_problem, parse_with_env};
 use toolpolicy::runtime::{FirstTurn, TOKENS_NOTE};
 
@@ -314,23 +314,25 @@ fuzz_target!(|data: &[u8]| {
             .map(|(s, r)| ServerReport::new(s, r))
             .collect(),
         exposure: "call",
-        context: Default::default(),
-        listed: Vec::new(),
-        deferred: 0,
-        hidden: 0,
-        hidden_tools: Vec::new(),
-        deprecated: Vec::new(),
-        catalog: String::new(),
-        tokens: FirstTurn {
-            listed: 0,
-            own: 0,
-            all_visible: 0,
+        served: Served {
+            context: Default::default(),
+            listed: Vec::new(),
+            deferred: 0,
             hidden: 0,
-            no_policy: 0,
+            hidden_tools: Vec::new(),
+            deprecated: Vec::new(),
+            catalog: String::new(),
+            tokens: FirstTurn {
+                listed: 0,
+                own: 0,
+                all_visible: 0,
+                hidden: 0,
+                no_policy: 0,
+            },
+            lock: None,
         },
         note: TOKENS_NOTE,
         failed: false,
-        lock: None,
     };
     let human = dry_run::human(&report);
     // The servers, one a line, under `servers:` (after the context line).

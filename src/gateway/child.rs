@@ -421,6 +421,15 @@ impl Child {
         Err(failed(format!("it sent more than {MAX_PAGES} pages")))
     }
 
+    /// Whether the child runs now, started and listed and not gone. One
+    /// whose state stays held past `wait` (it is being started) does not.
+    pub async fn is_up(&self, wait: Duration) -> bool {
+        match tokio::time::timeout(wait, self.state.lock()).await {
+            Ok(state) => matches!(&*state, State::Up(s) if !gone(s)),
+            Err(_) => false,
+        }
+    }
+
     /// Restarts a child that failed or died once its back-off has run out;
     /// the gateway re-lists it when it comes up.
     pub async fn revive_if_due(&self) {

@@ -4,7 +4,8 @@
 //! of the search tool runs the session's search; a call of the call-through
 //! tool, and any direct `tools/call`, goes through [`Session::call`] first,
 //! so a hidden, unknown or not yet activated tool is not found whatever name
-//! or path the client uses. Allowed calls are forwarded to the owning child
+//! or path the client uses (a request without a session, and a session
+//! several processes serve, reach every tool the context does not hide). Allowed calls are forwarded to the owning child
 //! and their result recorded as evidence.
 //!
 //! MCP has no user-prompt event, so the session never sees a prompt: under
@@ -24,7 +25,7 @@ use rmcp::service::{Peer, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
 
-use crate::runtime::{CallOutcome, Delivery, ResultStatus, Session};
+use crate::runtime::{CallMemory, CallOutcome, Delivery, ResultStatus, Session};
 use crate::{Context, ContextError, Tool};
 
 use super::child::{Called, error_result};
@@ -50,6 +51,9 @@ pub struct Connection {
     /// A request that belongs to no session (over HTTP): calls are decided
     /// without memory and nothing outlives the request.
     stateless: bool,
+    /// A session that other gateway processes serve too: calls are decided
+    /// as [`Connection::shared`] says.
+    shared: bool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -72,7 +76,32 @@ impl Connection {
             listed: Mutex::new(None),
             fell_back: AtomicBool::new(false),
             stateless: false,
+            shared: false,
         })
+    }
+
+    /// A session that other gateway processes serve too (they share the
+    /// session key, and a load balancer sends each request to any of
+    /// them): a search activates tools in this process only, so the call
+    /// after it, served by another, could not count on it. A call reaches
+    /// every tool the context does not hide, as without a session; a tool
+    /// the lock defers only after a search or a load through this process
+    /// showed its new definition.
+    pub fn shared(gateway: Arc<Gateway>, ctx: Context) -> Result<Connection, ContextError> {
+        let mut connection = Connection::new(gateway, ctx)?;
+        connection.shared = true;
+        Ok(connection)
+    }
+
+    /// What this connection's calls are decided from.
+    fn memory(&self) -> CallMemory {
+        if self.stateless {
+            CallMemory::None
+        } else if self.shared {
+            CallMemory::Shared
+        } else {
+            CallMemory::Session
+        }
     }
 
     /// One request that belongs to no session, in `ctx` (docs/gateway.md): its
@@ -299,10 +328,10 @@ impl Connection {
         peer: &Peer<RoleServer>,
     ) -> CallToolResult {
         let engine = &self.gateway.engine;
-        let outcome = if self.stateless {
-            lock(&self.session).call_without_memory(engine, name)
-        } else {
-            lock(&self.session).call(engine, name)
+        let outcome = match self.memory() {
+            CallMemory::None => lock(&self.session).call_without_memory(engine, name),
+            CallMemory::Shared => lock(&self.session).call_shared(engine, name),
+            CallMemory::Session => lock(&self.session).call(engine, name),
         };
         let outcome = match outcome {
             Ok(o) => o,
@@ -325,7 +354,7 @@ impl Connection {
         };
         // Decided again once the server is reached: one that this call
         // started again was listed, and held to the lock, on the way.
-        let admit = || match lock(&self.session).confirm_call(engine, name, self.stateless) {
+        let admit = || match lock(&self.session).confirm_call(engine, name, self.memory()) {
             Ok(CallOutcome::Allowed) => None,
             Ok(outcome) => Some(error_result(self.refusal_text(outcome, name))),
             Err(e) => Some(error_result(e.to_string())),

@@ -44,7 +44,19 @@ impl ServerReport {
 pub struct Report {
     pub servers: Vec<ServerReport>,
     pub exposure: &'static str,
-    /// The context every connection runs in: mode, Bot, flags, grants.
+    /// What a connection in the command line's context is served.
+    #[serde(flatten)]
+    pub served: Served,
+    /// What the token figures are.
+    pub note: &'static str,
+    /// Whether a server failed to start (exit code 1).
+    pub failed: bool,
+}
+
+/// What one context is served on the first turn.
+#[derive(Debug, Serialize)]
+pub struct Served {
+    /// The context: mode, Bot, flags, grants.
     pub context: Context,
     /// The names `tools/list` gives on the first turn.
     pub listed: Vec<String>,
@@ -57,13 +69,35 @@ pub struct Report {
     pub catalog: String,
     /// The first turn's tokens, as `policy measure` counts them.
     pub tokens: FirstTurn,
+    /// The servers' tools against the policy's lock, when it names one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lock: Option<LockReport>,
+}
+
+/// The report of a gateway that serves the callers of a clients file: the
+/// servers once, then what each caller is served. Also the `--format json`
+/// document.
+#[derive(Debug, Serialize)]
+pub struct CallersReport {
+    pub servers: Vec<ServerReport>,
+    pub exposure: &'static str,
+    pub callers: Vec<CallerServed>,
     /// What the token figures are.
     pub note: &'static str,
     /// Whether a server failed to start (exit code 1).
     pub failed: bool,
-    /// The servers' tools against the policy's lock, when it names one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub lock: Option<LockReport>,
+}
+
+/// One caller of a clients file, and what it is served.
+#[derive(Debug, Serialize)]
+pub struct CallerServed {
+    /// Its name in the file, or `jwt.defaults` for a JWT whose token has
+    /// none of the claims the file maps.
+    pub caller: String,
+    /// Where the file names it (`clients.alice`, `jwt.defaults`).
+    pub at: String,
+    #[serde(flatten)]
+    pub served: Served,
 }
 
 /// The servers' tools against the lock: how many it holds, and how many it
@@ -129,29 +163,35 @@ pub fn says_deprecated(tool: &Tool) -> bool {
         .any(|text| text.to_lowercase().contains("deprecated"))
 }
 
-/// Builds the report of a started gateway.
-pub fn report(gateway: &Gateway, started: &StartReport) -> Result<Report, String> {
-    let servers: Vec<ServerReport> = gateway
+/// Each server's start, in servers-file order.
+fn servers(gateway: &Gateway, started: &StartReport) -> Vec<ServerReport> {
+    gateway
         .children
         .iter()
         .zip(started)
         .map(|(c, r)| ServerReport::new(&c.spec, r))
-        .collect();
+        .collect()
+}
+
+fn exposure_name(gateway: &Gateway) -> &'static str {
+    match gateway.options.exposure {
+        Exposure::Call => "call",
+        Exposure::ListChanged => "list-changed",
+    }
+}
+
+/// What a connection in context `ctx` is served on its first turn.
+pub fn served(gateway: &Gateway, ctx: &Context) -> Result<Served, String> {
     let engine = &gateway.engine;
-    let session = engine
-        .session(gateway.options.context.clone())
-        .map_err(|e| e.to_string())?;
+    let session = engine.session(ctx.clone()).map_err(|e| e.to_string())?;
     let plan = session.peek_plan(engine).map_err(|e| e.to_string())?;
-    let (exposure, delivery) = match gateway.options.exposure {
-        Exposure::Call => ("call", Delivery::CallThrough(&gateway.options.call_tool)),
-        Exposure::ListChanged => ("list-changed", Delivery::Declared),
+    let delivery = match gateway.options.exposure {
+        Exposure::Call => Delivery::CallThrough(&gateway.options.call_tool),
+        Exposure::ListChanged => Delivery::Declared,
     };
     let list = plan.tool_list(delivery);
-    Ok(Report {
-        failed: servers.iter().any(|s| s.error.is_some()),
-        servers,
-        exposure,
-        context: gateway.options.context.clone(),
+    Ok(Served {
+        context: ctx.clone(),
         listed: list.iter().map(|t| t.name.clone()).collect(),
         deferred: plan.deferred_len(),
         hidden: plan.hidden().count(),
@@ -163,8 +203,46 @@ pub fn report(gateway: &Gateway, started: &StartReport) -> Result<Report, String
             .collect(),
         catalog: plan.catalog().to_string(),
         tokens: plan.first_turn(Some(delivery)),
+        lock: lock_report(&engine.snapshot(), ctx),
+    })
+}
+
+/// Builds the report of a started gateway.
+pub fn report(gateway: &Gateway, started: &StartReport) -> Result<Report, String> {
+    let servers = servers(gateway, started);
+    Ok(Report {
+        failed: servers.iter().any(|s| s.error.is_some()),
+        servers,
+        exposure: exposure_name(gateway),
+        served: served(gateway, &gateway.options.context)?,
         note: TOKENS_NOTE,
-        lock: lock_report(&engine.snapshot(), &gateway.options.context),
+    })
+}
+
+/// Builds the report of a started gateway for `callers`: each caller's
+/// name, where the file names it and its context, in file order.
+pub fn callers_report(
+    gateway: &Gateway,
+    started: &StartReport,
+    callers: &[(String, String, Context)],
+) -> Result<CallersReport, String> {
+    let servers = servers(gateway, started);
+    let callers = callers
+        .iter()
+        .map(|(caller, at, ctx)| {
+            Ok(CallerServed {
+                caller: caller.clone(),
+                at: at.clone(),
+                served: served(gateway, ctx).map_err(|e| format!("`{at}`: {e}"))?,
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(CallersReport {
+        failed: servers.iter().any(|s| s.error.is_some()),
+        servers,
+        exposure: exposure_name(gateway),
+        callers,
+        note: TOKENS_NOTE,
     })
 }
 
@@ -193,10 +271,10 @@ fn context_words(c: &Context) -> String {
     parts.join(", ")
 }
 
-/// The report for people.
-pub fn human(r: &Report) -> String {
-    let mut out = format!("context: {}\n\nservers:\n", context_words(&r.context));
-    for s in &r.servers {
+/// The servers' lines of a report for people.
+fn servers_human(servers: &[ServerReport]) -> String {
+    let mut out = String::from("servers:\n");
+    for s in servers {
         let name = match &s.remote {
             Some(origin) => format!("{} (remote, {origin})", s.name),
             None => s.name.clone(),
@@ -207,29 +285,34 @@ pub fn human(r: &Report) -> String {
             (None, None) => out += &format!("  {name}: no answer\n"),
         }
     }
-    out += &format!(
-        "\nlisted ({} tools, `{}` exposure):\n  {}\n",
+    out
+}
+
+fn names_or_none(names: &[String]) -> String {
+    if names.is_empty() {
+        "(none)".to_string()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// What one context is served, for people, each line after `indent`; the
+/// catalog, when there is one, in full.
+fn served_human(r: &Served, exposure: &str, indent: &str) -> String {
+    let mut out = format!(
+        "{indent}listed ({} tools, `{exposure}` exposure):\n{indent}  {}\n",
         r.listed.len(),
-        r.exposure,
-        if r.listed.is_empty() {
-            "(none)".to_string()
-        } else {
-            r.listed.join(", ")
-        }
+        names_or_none(&r.listed)
     );
-    out += &format!("deferred: {}\n", r.deferred);
+    out += &format!("{indent}deferred: {}\n", r.deferred);
     out += &format!(
-        "hidden ({}):\n  {}\n",
+        "{indent}hidden ({}):\n{indent}  {}\n",
         r.hidden,
-        if r.hidden_tools.is_empty() {
-            "(none)".to_string()
-        } else {
-            r.hidden_tools.join(", ")
-        }
+        names_or_none(&r.hidden_tools)
     );
     if let Some(l) = &r.lock {
         out += &format!(
-            "lock `{}`: {} locked, {} changed, {} new, {} removed (unlocked: {})\n",
+            "{indent}lock `{}`: {} locked, {} changed, {} new, {} removed (unlocked: {})\n",
             crate::chars::escape(&l.file),
             l.locked,
             l.changed,
@@ -240,12 +323,42 @@ pub fn human(r: &Report) -> String {
     }
     for name in &r.deprecated {
         out += &format!(
-            "note: `{name}` is listed, and its title or description says it is deprecated\n"
+            "{indent}note: `{name}` is listed, and its title or description says it is deprecated\n"
         );
     }
     if !r.catalog.is_empty() {
-        out += &format!("\n{}\n", r.catalog);
+        out += "\n";
+        for line in r.catalog.lines() {
+            let indent = if line.is_empty() { "" } else { indent };
+            out += &format!("{indent}{line}\n");
+        }
     }
-    out += &format!("\ntokens: {}\n({})\n", r.tokens.human(), r.note);
+    out += &format!("\n{indent}tokens: {}\n", r.tokens.human());
+    out
+}
+
+/// The report for people.
+pub fn human(r: &Report) -> String {
+    let mut out = format!("context: {}\n\n", context_words(&r.served.context));
+    out += &servers_human(&r.servers);
+    out += "\n";
+    out += &served_human(&r.served, r.exposure, "");
+    out += &format!("({})\n", r.note);
+    out
+}
+
+/// The callers' report for people: the servers, then each caller.
+pub fn callers_human(r: &CallersReport) -> String {
+    let mut out = servers_human(&r.servers);
+    for c in &r.callers {
+        let who = if c.caller == c.at {
+            format!("`{}`", c.at)
+        } else {
+            format!("`{}` (`{}`)", c.caller, c.at)
+        };
+        out += &format!("\ncaller {who}: {}\n", context_words(&c.served.context));
+        out += &served_human(&c.served, r.exposure, "  ");
+    }
+    out += &format!("\n({})\n", r.note);
     out
 }

@@ -19,12 +19,14 @@ macro_rules! log {
     };
 }
 
+mod body;
 pub mod catalog;
 pub mod child;
 pub mod clients;
 pub mod connection;
 pub mod dry_run;
 pub mod expand;
+pub mod health;
 pub mod listen;
 pub mod log;
 mod messages;
@@ -32,6 +34,7 @@ pub mod origin;
 pub mod reload;
 mod remote;
 pub mod servers;
+pub mod session_id;
 pub mod sessions;
 pub mod stdio;
 
@@ -100,6 +103,9 @@ pub struct Gateway {
     /// What else a reloaded policy must serve besides the command line's
     /// context (the HTTP listener's callers), see [`Gateway::set_reload_check`].
     reload_check: Mutex<Option<ReloadCheck>>,
+    /// The contexts of the callers a clients file names, when the gateway
+    /// serves one (see [`Gateway::serve_callers`]).
+    callers: Mutex<Option<CallerContexts>>,
     /// The first turn's tool lists, shared by the connections in each context.
     pub lists: connection::SharedLists,
 }
@@ -107,6 +113,9 @@ pub struct Gateway {
 /// Why a policy just put in force cannot serve a context it must: one line
 /// each, none when it can. The engine holds the new policy while it runs.
 pub type ReloadCheck = Arc<dyn Fn(&Engine) -> Vec<String> + Send + Sync>;
+
+/// The contexts of the callers a clients file names now, in file order.
+pub type CallerContexts = Arc<dyn Fn() -> Vec<Context> + Send + Sync>;
 
 /// Each child's start result, in servers-file order.
 pub type StartReport = Vec<Result<usize, String>>;
@@ -121,6 +130,49 @@ impl Gateway {
     /// policy, as one that cannot serve the command line's context does.
     pub fn set_reload_check(&self, check: ReloadCheck) {
         *lock(&self.reload_check) = Some(check);
+    }
+
+    /// Makes the gateway serve the callers of a clients file: their
+    /// contexts are what its own checks (the search and call-through
+    /// tools' names, a changed tool's fate under the lock) are made in.
+    /// Where the command line names no mode, its context is only the base
+    /// of theirs, and no longer a context of its own.
+    pub fn serve_callers(&self, contexts: CallerContexts) {
+        *lock(&self.callers) = Some(contexts);
+    }
+
+    /// Whether the command line's context is served as it is: it is not
+    /// where a clients file's callers are served and it names no mode
+    /// (each caller then names its own).
+    pub fn serves_base(&self) -> bool {
+        self.options.context.mode.is_some() || lock(&self.callers).is_none()
+    }
+
+    /// Every context the gateway serves: the command line's (unless it is
+    /// only a base, see [`Gateway::serves_base`]), then the callers'.
+    pub fn contexts(&self) -> Vec<Context> {
+        let callers = lock(&self.callers).clone();
+        let mut out = Vec::new();
+        if self.serves_base() {
+            out.push(self.options.context.clone());
+        }
+        if let Some(callers) = callers {
+            for c in callers() {
+                if !out.contains(&c) {
+                    out.push(c);
+                }
+            }
+        }
+        out
+    }
+
+    /// The context a check that needs one context is made in: the first
+    /// of [`Gateway::contexts`].
+    fn first_context(&self) -> Context {
+        self.contexts()
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| self.options.context.clone())
     }
 
     /// [`Gateway::set_reload_check`]'s check of the engine's policy.
@@ -146,6 +198,7 @@ impl Gateway {
             generation: watch::channel(0).0,
             last_lints: Arc::default(),
             reload_check: Mutex::new(None),
+            callers: Mutex::new(None),
             lists: connection::SharedLists::default(),
         });
         gateway.rebuild();
@@ -226,7 +279,7 @@ impl Gateway {
             .map(|setting| setting.file.clone());
         let unlocked = after
             .table()
-            .resolve(&self.options.context)
+            .resolve(&self.first_context())
             .map(|r| r.settings().unlocked)
             .unwrap_or_default();
         let held = |tool: &crate::registry::Tool| lock_words(lock.is_some(), tool, unlocked);
@@ -270,14 +323,24 @@ impl Gateway {
         }
     }
 
-    /// The search tool's name in the gateway's context, where anything is
-    /// deferred.
-    fn search_tool_name(&self) -> Option<String> {
-        self.engine
-            .session(self.options.context.clone())
-            .ok()
-            .and_then(|s| s.plan(&self.engine).ok())
-            .and_then(|p| p.search_tool_name().map(str::to_string))
+    /// The search tool's names in the contexts the gateway serves, where
+    /// anything is deferred; each once.
+    fn search_tool_names(&self) -> Vec<String> {
+        let mut names = Vec::new();
+        for ctx in self.contexts() {
+            let name = self
+                .engine
+                .session(ctx)
+                .ok()
+                .and_then(|s| s.plan(&self.engine).ok())
+                .and_then(|p| p.search_tool_name().map(str::to_string));
+            if let Some(name) = name
+                && !names.contains(&name)
+            {
+                names.push(name);
+            }
+        }
+        names
     }
 
     /// Why the engine's own search tool cannot be served under its name, if
@@ -285,18 +348,21 @@ impl Gateway {
     /// or the call-through tool's. A registry tool of that name is served
     /// as it is.
     pub fn search_tool_problem(&self) -> Option<String> {
-        let name = self.search_tool_name()?;
-        if self.engine.snapshot().registry().index_of(&name).is_some() {
-            return None;
-        }
-        if let Some(why) = crate::runtime::tool_name_problem(&name) {
-            return Some(format!(
-                "the search tool's name, from the policy's `search` statement, is not a valid MCP tool name: {why}"
-            ));
-        }
-        let call = &self.options.call_tool;
-        (name == *call)
-            .then(|| format!("`--call-tool` `{call}` is the search tool's name: choose another"))
+        let registry = self.engine.snapshot();
+        self.search_tool_names().into_iter().find_map(|name| {
+            if registry.registry().index_of(&name).is_some() {
+                return None;
+            }
+            if let Some(why) = crate::runtime::tool_name_problem(&name) {
+                return Some(format!(
+                    "the search tool's name, from the policy's `search` statement, is not a valid MCP tool name: {why}"
+                ));
+            }
+            let call = &self.options.call_tool;
+            (name == *call).then(|| {
+                format!("`--call-tool` `{call}` is the search tool's name: choose another")
+            })
+        })
     }
 
     /// Why the call-through tool's name is taken, if it is: it is the
@@ -305,8 +371,7 @@ impl Gateway {
     /// not be listed, while search results still send the model to it.
     pub fn call_tool_taken(&self) -> Option<String> {
         let call = &self.options.call_tool;
-        let search = self.search_tool_name();
-        if call == crate::runtime::DEFAULT_SEARCH_TOOL || search.as_deref() == Some(call.as_str()) {
+        if call == crate::runtime::DEFAULT_SEARCH_TOOL || self.search_tool_names().contains(call) {
             return Some(format!(
                 "`--call-tool` `{call}` is the search tool's name: choose another"
             ));

@@ -35,25 +35,37 @@ pub const READ_WAIT: Duration = Duration::from_secs(5);
 /// modification time and length.
 type FileStamp = Option<(SystemTime, u64)>;
 
-/// The policy file's stamp and that of the lock it names, if any: a new
-/// lock is a new version of the policy.
-type Stamp = (FileStamp, FileStamp);
+/// The policy file's stamp and those of the files it names (its lock, its
+/// terms file): a new lock or terms file is a new version of the policy.
+type Stamp = (FileStamp, Vec<FileStamp>);
 
 fn file_stamp(path: &Path) -> FileStamp {
     let meta = std::fs::metadata(path).ok()?;
     Some((meta.modified().ok()?, meta.len()))
 }
 
-fn stamp(path: &Path, lock: Option<&Path>) -> Stamp {
-    (file_stamp(path), lock.and_then(file_stamp))
+fn stamp(path: &Path, files: &[PathBuf]) -> Stamp {
+    (
+        file_stamp(path),
+        files.iter().map(|f| file_stamp(f)).collect(),
+    )
 }
 
-/// Where the lock the policy in force names lies, if it names one that can
-/// be inside its folder.
-fn lock_path(gateway: &Gateway) -> Option<PathBuf> {
+/// Where the files the policy in force names lie (its lock, its terms
+/// file), those that can be inside its folder.
+fn named_files(gateway: &Gateway) -> Vec<PathBuf> {
     let snap = gateway.engine.snapshot();
-    let setting = snap.policy().lock.as_ref()?;
-    crate::lock::resolve(&gateway.options.policy_path, &setting.path).ok()
+    let policy = snap.policy();
+    let at = &gateway.options.policy_path;
+    let lock = policy
+        .lock
+        .as_ref()
+        .and_then(|s| crate::lock::resolve(at, &s.path).ok());
+    let terms = policy
+        .terms
+        .as_ref()
+        .and_then(|s| crate::lock::resolve_terms(at, &s.path).ok());
+    lock.into_iter().chain(terms).collect()
 }
 
 /// The policy file's bytes for a reload, or why it is not re-read: it is
@@ -194,7 +206,10 @@ fn install_policy(gateway: &Gateway, read: Result<Policy, Unloaded>) -> (bool, V
     let engine = &gateway.engine;
     let old = engine.snapshot().policy().clone();
     engine.set_policy(policy);
-    if let Err(e) = engine.session(gateway.options.context.clone()) {
+    if let Some(Err(e)) = gateway
+        .serves_base()
+        .then(|| engine.session(gateway.options.context.clone()))
+    {
         engine.set_policy(old);
         log!("error: `{shown}`: {e}; keeping the last good policy");
         return (false, Vec::new());
@@ -209,12 +224,24 @@ fn install_policy(gateway: &Gateway, read: Result<Policy, Unloaded>) -> (bool, V
         log!("error: `{shown}`: {why}; keeping the last good policy");
         return (false, Vec::new());
     }
-    match &engine.snapshot().policy().lock {
-        Some(lock) => log!(
-            "note: reloaded `{shown}` and its lock `{}`",
-            crate::chars::escape(&lock.path)
-        ),
-        None => log!("note: reloaded `{shown}`"),
+    let snap = engine.snapshot();
+    let named: Vec<String> = [
+        snap.policy()
+            .lock
+            .as_ref()
+            .map(|l| format!("its lock `{}`", crate::chars::escape(&l.path))),
+        snap.policy()
+            .terms
+            .as_ref()
+            .map(|t| format!("its terms file `{}`", crate::chars::escape(&t.path))),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if named.is_empty() {
+        log!("note: reloaded `{shown}`");
+    } else {
+        log!("note: reloaded `{shown}` and {}", named.join(" and "));
     }
     drop(gateway.lint(true));
     gateway.bump();
@@ -236,11 +263,11 @@ struct Pending {
     reported: bool,
 }
 
-fn look(path: &Path, lock: Option<PathBuf>, read: bool) -> Pending {
+fn look(path: &Path, files: Vec<PathBuf>, read: bool) -> Pending {
     let path = path.to_path_buf();
     Pending {
         task: tokio::task::spawn_blocking(move || {
-            let before = stamp(&path, lock.as_deref());
+            let before = stamp(&path, &files);
             if read {
                 Look::Read(before, Box::new(load_for_reload(&path)))
             } else {
@@ -268,12 +295,12 @@ pub async fn watch(gateway: Arc<Gateway>, mut hangup: Hangup) {
     // The stamp of the version last read (or refused), and the poll's last.
     let mut last = tokio::task::spawn_blocking({
         let path = path.clone();
-        let lock = lock_path(&gateway);
-        move || stamp(&path, lock.as_deref())
+        let files = named_files(&gateway);
+        move || stamp(&path, &files)
     })
     .await
-    .unwrap_or((None, None));
-    let mut polled = last;
+    .unwrap_or((None, Vec::new()));
+    let mut polled = last.clone();
     let mut pending: Option<Pending> = None;
     let mut read_asked = false;
     let mut tick = tokio::time::interval(POLL);
@@ -282,7 +309,7 @@ pub async fn watch(gateway: Arc<Gateway>, mut hangup: Hangup) {
         tokio::select! {
             _ = tick.tick() => {
                 match &mut pending {
-                    None => pending = Some(look(&path, lock_path(&gateway), std::mem::take(&mut read_asked))),
+                    None => pending = Some(look(&path, named_files(&gateway), std::mem::take(&mut read_asked))),
                     Some(p) if !p.reported && p.since.elapsed() >= READ_WAIT => {
                         p.reported = true;
                         log!(
@@ -297,7 +324,7 @@ pub async fn watch(gateway: Arc<Gateway>, mut hangup: Hangup) {
             }
             _ = next_hangup(&mut hangup) => {
                 if pending.is_none() {
-                    pending = Some(look(&path, lock_path(&gateway), true));
+                    pending = Some(look(&path, named_files(&gateway), true));
                 } else {
                     read_asked = true;
                 }
@@ -308,13 +335,13 @@ pub async fn watch(gateway: Arc<Gateway>, mut hangup: Hangup) {
                     Some(Look::Stamp(now)) => {
                         // Read once the stamp has held still for one poll.
                         if now != last && now == polled {
-                            pending = Some(look(&path, lock_path(&gateway), true));
+                            pending = Some(look(&path, named_files(&gateway), true));
                         }
                         polled = now;
                     }
                     Some(Look::Read(before, read)) => {
+                        polled = before.clone();
                         last = before;
-                        polled = before;
                         install(&gateway, *read);
                     }
                     None => {}

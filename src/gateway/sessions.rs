@@ -23,6 +23,14 @@
 //! Event IDs are rmcp's: `index/stream` on a request's stream, `index` on the
 //! `GET` stream, so a client that lost a request's stream resumes it with
 //! `Last-Event-ID` and gets what it missed (the last [`REPLAY`] events).
+//!
+//! A session's ID is the listener's to make (a signed one, see
+//! [`super::session_id`]): rmcp asks for a new session without saying for
+//! whom, so the listener names the ID for the request it hands rmcp
+//! ([`making`]). A session this process does not hold is recreated under
+//! its ID the same way: the listener verified the ID and names the
+//! handshake to replay; rmcp's restore path ([`Recreations`], the store it
+//! loads a session's handshake from) replays it into a new service.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::pin::Pin;
@@ -32,6 +40,7 @@ use std::time::Duration;
 
 use futures_core::Stream;
 use rmcp::RoleServer;
+use rmcp::model::InitializeRequestParams;
 use rmcp::model::{
     ClientJsonRpcMessage, ClientNotification, GetExtensions as _, GetMeta as _, JsonRpcMessage,
     ProgressToken, RequestId, ServerJsonRpcMessage, ServerNotification,
@@ -39,7 +48,10 @@ use rmcp::model::{
 use rmcp::service::OriginatingRequestId;
 use rmcp::transport::Transport;
 use rmcp::transport::common::server_side_http::{ServerSseMessage, SessionId, session_id};
-use rmcp::transport::streamable_http_server::SessionManager;
+use rmcp::transport::streamable_http_server::session::{
+    SessionState, SessionStore, SessionStoreError,
+};
+use rmcp::transport::streamable_http_server::{RestoreOutcome, SessionManager};
 use tokio::sync::{mpsc, oneshot};
 
 /// Client messages queued for a session's service.
@@ -80,6 +92,54 @@ impl std::fmt::Display for SessionError {
 }
 
 impl std::error::Error for SessionError {}
+
+/// What the request under way makes, as the listener names it.
+#[derive(Debug, Clone)]
+pub enum Making {
+    /// A new session, under this ID.
+    New(SessionId),
+    /// Session `.0`, which this process does not hold, again: its ID was
+    /// verified, and its handshake is `.1`.
+    Again(SessionId, Box<InitializeRequestParams>),
+}
+
+tokio::task_local! {
+    static MAKING: Making;
+}
+
+/// Runs `serve` (rmcp's handling of one request) making what `making`
+/// says: rmcp asks for sessions on the request's own task.
+pub async fn making<F: Future>(making: Making, serve: F) -> F::Output {
+    MAKING.scope(making, serve).await
+}
+
+/// The store rmcp's restore path loads a session's handshake from: the
+/// one the listener named for the request under way, for its session alone.
+/// Nothing is stored: the ID carries what a recreation needs.
+pub struct Recreations;
+
+#[async_trait::async_trait]
+impl SessionStore for Recreations {
+    async fn load(&self, id: &str) -> Result<Option<SessionState>, SessionStoreError> {
+        Ok(MAKING
+            .try_with(|making| match making {
+                Making::Again(again, handshake) if &**again == id => {
+                    Some(SessionState::new((**handshake).clone()))
+                }
+                _ => None,
+            })
+            .ok()
+            .flatten())
+    }
+
+    async fn store(&self, _: &str, _: &SessionState) -> Result<(), SessionStoreError> {
+        Ok(())
+    }
+
+    async fn delete(&self, _: &str) -> Result<(), SessionStoreError> {
+        Ok(())
+    }
+}
 
 /// The listener's sessions.
 pub struct Sessions {
@@ -343,6 +403,11 @@ impl Sessions {
         lock(&self.map).keys().cloned().collect()
     }
 
+    /// Whether session `id` is open here.
+    pub fn holds(&self, id: &str) -> bool {
+        lock(&self.map).contains_key(id)
+    }
+
     /// How many sessions are open.
     pub fn len(&self) -> usize {
         lock(&self.map).len()
@@ -350,6 +415,20 @@ impl Sessions {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// A new entry under `id`, and its service's transport.
+    fn insert(&self, id: SessionId) -> SessionTransport {
+        let (inbox, rx) = mpsc::channel(INBOX);
+        let routes = Arc::new(Mutex::new(Routes::default()));
+        lock(&self.map).insert(
+            id,
+            Entry {
+                inbox,
+                routes: Arc::clone(&routes),
+            },
+        );
+        SessionTransport { inbox: rx, routes }
     }
 
     fn entry(&self, id: &SessionId) -> Result<Entry, SessionError> {
@@ -374,17 +453,28 @@ impl SessionManager for Sessions {
     type Transport = SessionTransport;
 
     async fn create_session(&self) -> Result<(SessionId, SessionTransport), SessionError> {
-        let id = session_id();
-        let (inbox, rx) = mpsc::channel(INBOX);
-        let routes = Arc::new(Mutex::new(Routes::default()));
-        lock(&self.map).insert(
-            id.clone(),
-            Entry {
-                inbox,
-                routes: Arc::clone(&routes),
-            },
-        );
-        Ok((id, SessionTransport { inbox: rx, routes }))
+        // The listener's ID, unless it named none (or one already open).
+        let named = MAKING
+            .try_with(|making| match making {
+                Making::New(id) => Some(id.clone()),
+                Making::Again(..) => None,
+            })
+            .ok()
+            .flatten()
+            .filter(|id| !lock(&self.map).contains_key(id));
+        let id = named.unwrap_or_else(session_id);
+        Ok((id.clone(), self.insert(id)))
+    }
+
+    /// Session `id` again, under its ID (the listener verified it).
+    async fn restore_session(
+        &self,
+        id: SessionId,
+    ) -> Result<RestoreOutcome<SessionTransport>, SessionError> {
+        if lock(&self.map).contains_key(&id) {
+            return Ok(RestoreOutcome::AlreadyPresent);
+        }
+        Ok(RestoreOutcome::Restored(self.insert(id)))
     }
 
     async fn initialize_session(

@@ -227,7 +227,8 @@ pub fn send(addr: &str, method: &str, headers: &[(&str, &str)], body: &str) -> A
 pub struct Session {
     pub addr: String,
     pub id: String,
-    next: u64,
+    /// The id of the last request sent.
+    pub next: u64,
     pub extra: Vec<(String, String)>,
 }
 
@@ -259,6 +260,17 @@ impl Session {
         let done = session.post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
         assert_eq!(done.status, 202, "{done:?}");
         session
+    }
+
+    /// A session by its id, as a client that holds it (`extra` headers on
+    /// every request) sends it to `addr`.
+    pub fn with_id(addr: &str, id: &str, extra: Vec<(String, String)>) -> Session {
+        Session {
+            addr: addr.into(),
+            id: id.into(),
+            next: 100,
+            extra,
+        }
     }
 
     pub fn post(&self, message: &Value) -> Answer {
@@ -646,7 +658,7 @@ fn under_stateless_a_2025_client_is_served_without_a_session() {
 }
 
 /// A policy under which the flag `ops` shows `fx__pid`.
-const OPS_POLICY: &str = "\
+pub const OPS_POLICY: &str = "\
 guard fx__echo
 Hide(fx__secret)
 Defer(*)
@@ -655,8 +667,8 @@ when !ops {
 }
 ";
 
-const ALICE: &str = "alice-token-0123456789";
-const BOB: &str = "bob-token-0123456789abcd";
+pub const ALICE: &str = "alice-token-0123456789";
+pub const BOB: &str = "bob-token-0123456789abcd";
 
 fn clients(alice_flags: &[&str], bob_flags: &[&str]) -> Value {
     json!({"clients": {

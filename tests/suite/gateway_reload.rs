@@ -168,3 +168,50 @@ fn a_fifo_at_the_lock_path_never_freezes_the_gateway() {
     );
     assert_serves_and_stops(&mut g);
 }
+
+/// The terms file a policy names is watched with it: a term written while
+/// the gateway runs finds its tool from the next search on; a file that is
+/// not a terms file keeps the last good terms; a hidden tool's terms find
+/// nothing.
+#[test]
+fn the_terms_file_is_reloaded_with_the_policy() {
+    let dir = temp_dir("reload-terms");
+    let policy = "terms = \"search-terms.toml\"\nsearch tool_search\nDefer(*)\nHide(fx__secret)\n";
+    let (p, s) = files(&dir, policy, &[("fx", fixture("echo,secret", &[]))]);
+    let terms = p.parent().unwrap().join("search-terms.toml");
+    std::fs::write(&terms, "").unwrap();
+    let mut g = Gateway::connect_files(&p, &s, "2025-11-25");
+    let search = |g: &mut Gateway, query: &str| {
+        let r = g.call("tool_search", json!({ "query": query }));
+        assert!(!is_error(&r), "{r}");
+        text(&r)
+    };
+    let query = "parrot my sentence back to me";
+    assert!(
+        !search(&mut g, query).contains("`fx__echo`"),
+        "{}",
+        g.stderr()
+    );
+    std::fs::write(
+        &terms,
+        "[fx__echo]\nterms = [\"parrot my sentence back\"]\n[fx__secret]\nterms = [\"open the safe\"]\n",
+    )
+    .unwrap();
+    assert!(
+        g.wait_stderr("and its terms file `search-terms.toml`", 1),
+        "{}",
+        g.stderr()
+    );
+    assert!(
+        search(&mut g, query).contains("`fx__echo`"),
+        "{}",
+        g.stderr()
+    );
+    assert!(!search(&mut g, "open the safe").contains("fx__secret"));
+    std::fs::write(&terms, "[fx__echo]\nterms = \"not a list\"\n").unwrap();
+    assert!(g.wait_stderr("PL016", 1), "{}", g.stderr());
+    // The last good policy and terms hold: the hidden tool stays hidden.
+    let r = g.call("fx__secret", json!({}));
+    assert!(is_error(&r), "{r}");
+    assert!(!search(&mut g, "open the safe").contains("`fx__secret`"));
+}

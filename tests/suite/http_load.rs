@@ -91,6 +91,96 @@ fn every_call_is_answered_directly_and_through_the_gateway() {
 }
 
 #[test]
+fn sessions_of_the_2025_era_are_opened_once_per_client_and_every_call_is_answered_in_them() {
+    let listening = Listening::start("NoDefer(*)\n", "echo", &[], &[]);
+    let url = format!("http://{}/mcp", listening.addr);
+    let through = report(&strs(&calls(
+        &url,
+        "fx__echo",
+        3,
+        5,
+        &["--era", "2025-11-25"],
+    )));
+    assert_all_answered(&through, 15);
+    assert_eq!(through["era"], "2025-11-25");
+    assert_eq!(through["sessions_opened"], 3, "{through}");
+
+    // Without a session, none is opened.
+    let stateless = report(&strs(&calls(&url, "fx__echo", 2, 2, &[])));
+    assert_all_answered(&stateless, 4);
+    assert_eq!(stateless["sessions_opened"], 0, "{stateless}");
+}
+
+#[test]
+fn a_session_the_server_does_not_know_is_a_failed_call_and_a_new_one_is_opened() {
+    // Sessions end after 0.3 s idle: a client that calls every 2 s finds
+    // its session gone, fails that call, and opens a new session for the
+    // next.
+    let listening = Listening::start("NoDefer(*)\n", "echo", &[], &["--session-idle", "0.3"]);
+    let url = format!("http://{}/mcp", listening.addr);
+    let (code, out, err) = drive(&strs(&calls(
+        &url,
+        "fx__echo",
+        1,
+        3,
+        &["--era", "2025-11-25", "--warmup", "0", "--rate", "0.5"],
+    )));
+    assert_eq!(code, Some(1), "{out}{err}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert!(report["failed"].as_u64().unwrap() >= 1, "{report}");
+    assert!(report["sessions_opened"].as_u64().unwrap() >= 2, "{report}");
+    assert!(
+        report["errors"][0]
+            .as_str()
+            .unwrap()
+            .contains("status 404, the session is gone"),
+        "{report}"
+    );
+}
+
+#[test]
+fn each_client_sends_its_own_token() {
+    let clients = serde_json::json!({"clients": {
+        "alice": {"token": "${ALICE_TOKEN}"},
+        "bob": {"token": "${BOB_TOKEN}"},
+    }});
+    let listening = Listening::with_clients(
+        "NoDefer(*)\n",
+        &clients,
+        &[("ALICE_TOKEN", "alice-secret"), ("BOB_TOKEN", "bob-secret")],
+        &[],
+    );
+    let url = format!("http://{}/mcp", listening.addr);
+    for era in ["2026-07-28", "2025-11-25"] {
+        let both = report(&strs(&calls(
+            &url,
+            "fx__echo",
+            2,
+            2,
+            &[
+                "--era",
+                era,
+                "--token",
+                "alice-secret",
+                "--token",
+                "bob-secret",
+            ],
+        )));
+        assert_all_answered(&both, 4);
+        // A token the file does not accept fails every call (401).
+        let (code, out, _) = drive(&strs(&calls(
+            &url,
+            "fx__echo",
+            1,
+            1,
+            &["--era", era, "--token", "mallory", "--warmup", "0"],
+        )));
+        assert_eq!(code, Some(1), "{out}");
+        assert!(out.contains("401"), "{era}: {out}");
+    }
+}
+
+#[test]
 fn paced_calls_are_spread_over_time_at_the_rate_asked() {
     let fixture = HttpFixture::start("echo", &[]);
     // 15 calls at 50 a second: the last is sent 0.28 s after the first.
@@ -190,4 +280,14 @@ fn only_loopback_addresses_are_driven() {
         err.contains("`--clients` must be a whole number from 1 to 1000, not `0`"),
         "{err}"
     );
+    let (code, _, err) = drive(&[
+        "--url",
+        "http://127.0.0.1:1/mcp",
+        "--tool",
+        "echo",
+        "--era",
+        "2024-11-05",
+    ]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("not `2024-11-05`"), "{err}");
 }

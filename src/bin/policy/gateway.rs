@@ -1,9 +1,10 @@
 //! `policy gateway --policy F --servers F [--mode M] [--bot B] [--flag X]... [--grant SEL]...
 //! [--exposure call|list-changed] [--call-tool NAME] [--call-timeout SECS]
-//! [--start-timeout SECS] [--dry-run [--format human|json]]
-//! [--listen HOST:PORT [--stateless] [--session-idle SECS] [--max-sessions N]
+//! [--start-timeout SECS] [--dry-run [--format human|json] [--clients F [--caller NAME]]]
+//! [--listen HOST:PORT [--clients F] [--stateless] [--session-idle SECS] [--max-sessions N]
+//! [--session-key-file F] [--session-max-age SECS]
 //! [--body-timeout SECS] [--allow-origin O]... [--allow-host H]... [--max-concurrent N]
-//! [--max-concurrent-per-caller N]]`
+//! [--max-concurrent-per-caller N] [--drain-timeout SECS] [--threads N]]`
 //!
 //! Everything is checked before anything is served: a policy error exits 1,
 //! a bad servers file or context, or an address it cannot listen on, exits
@@ -24,6 +25,11 @@ use toolpolicy::runtime::DEFAULT_CALL_TOOL;
 use crate::audit_args::{self, AuditArgs};
 use crate::common::{self, CliError, Format};
 use crate::runtime_args::{ContextArgs, require_mode};
+
+#[path = "gateway/listening.rs"]
+mod listening;
+pub use listening::seconds;
+use listening::{ListenArgs, Listening, bind, threads};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 enum ExposureArg {
@@ -66,119 +72,60 @@ pub struct Args {
     /// Output of `--dry-run`
     #[arg(long, value_enum, default_value_t)]
     format: Format,
+    /// With `--dry-run --clients F`: report this caller alone (its name in
+    /// the file, or `jwt.defaults`) instead of every caller
+    #[arg(long, value_name = "NAME", requires = "clients", requires = "dry_run")]
+    caller: Option<String>,
     #[command(flatten)]
     audit: AuditArgs,
     #[command(flatten)]
     listen: ListenArgs,
 }
 
-/// Serving over HTTP instead of standard input.
-#[derive(clap::Args)]
-struct ListenArgs {
-    /// Serve MCP's streamable HTTP transport at `http://HOST:PORT/mcp` to any
-    /// number of clients instead of one on standard input (port 0: any free
-    /// one, named on standard error). Without `--clients`, loopback
-    /// addresses only, as every caller gets the command line's context
-    #[arg(long, value_name = "HOST:PORT")]
-    listen: Option<String>,
-    /// The clients file: bearer tokens and JWT access tokens to contexts
-    /// (re-read when it changes, or on SIGHUP); a request without a
-    /// credential it accepts is refused with 401
-    #[arg(long, value_name = "FILE", requires = "listen")]
-    clients: Option<PathBuf>,
-    /// The URL clients reach the gateway's `/mcp` at, as the
-    /// protected-resource metadata names it (behind a reverse proxy);
-    /// by default made from each request's `Host`
-    #[arg(long, value_name = "URL", requires = "clients")]
-    public_url: Option<String>,
-    /// Serve every request without a session, whatever the client's protocol
-    /// version: a search activates nothing beyond its request, and a call
-    /// reaches any tool the context does not hide
-    #[arg(long, requires = "listen")]
-    stateless: bool,
-    /// Seconds without a request after which a session ends (its client
-    /// then gets 404 and starts a new one)
-    #[arg(
-        long,
-        value_name = "SECS",
-        default_value_t = 1800.0,
-        requires = "listen"
-    )]
-    session_idle: f64,
-    /// The most sessions open at once, shared between callers; past it a
-    /// caller over its share loses its own longest idle session
-    #[arg(long, value_name = "N", default_value_t = 1000, requires = "listen")]
-    max_sessions: usize,
-    /// Seconds a request's body may take to arrive in full after its head;
-    /// past it, 408 and the connection closes
-    #[arg(long, value_name = "SECS", default_value_t = 30.0, requires = "listen")]
-    body_timeout: f64,
-    /// An origin browsers may call from, `scheme://host[:port]` (repeatable);
-    /// a request with any other `Origin` is refused with 403. Requests
-    /// without one (non-browser clients) pass
-    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "listen")]
-    allow_origins: Vec<String>,
-    /// A `Host` name the gateway answers to besides the loopback ones, as a
-    /// reverse proxy may pass on (repeatable); others are refused with 403
-    #[arg(long = "allow-host", value_name = "HOST", requires = "listen")]
-    allow_hosts: Vec<String>,
-    /// Requests served at once in all; past it, 503
-    #[arg(long, value_name = "N", default_value_t = 256, requires = "listen")]
-    max_concurrent: usize,
-    /// Requests served at once for one caller; past it, 429
-    #[arg(long, value_name = "N", default_value_t = 32, requires = "listen")]
-    max_concurrent_per_caller: usize,
+/// What `--dry-run` reports, and how.
+struct DryRun {
+    format: Format,
+    /// With a clients file: each caller reported (its name, where the
+    /// file names it, its context), in file order.
+    callers: Option<Vec<(String, String, toolpolicy::Context)>>,
 }
 
-impl ListenArgs {
-    fn options(&self) -> Result<gateway::listen::ListenOptions, CliError> {
-        let positive = |flag: &str, n: usize| {
-            if n == 0 {
-                Err(CliError::Usage(format!("`--{flag}` must be at least 1")))
-            } else {
-                Ok(n)
-            }
-        };
-        for origin in &self.allow_origins {
-            if gateway::listen::normal_origin(origin).is_none() {
-                return Err(CliError::Usage(format!(
-                    "`--allow-origin` `{origin}` is not an origin: write `scheme://host` or `scheme://host:port`, as a browser sends it"
-                )));
-            }
-        }
-        if let Some(url) = &self.public_url
-            && gateway::clients::metadata_url(url).is_none()
-        {
-            return Err(CliError::Usage(format!(
-                "`--public-url` `{url}` is not a URL: write it as clients reach the gateway, such as `https://mcp.example.com/mcp`"
-            )));
-        }
-        Ok(gateway::listen::ListenOptions {
-            stateless: self.stateless,
-            session_idle: seconds("session-idle", self.session_idle)?,
-            max_sessions: positive("max-sessions", self.max_sessions)?,
-            allow_origins: self.allow_origins.clone(),
-            allow_hosts: self.allow_hosts.clone(),
-            max_body: gateway::listen::MAX_BODY,
-            max_values: gateway::listen::MAX_VALUES,
-            body_timeout: seconds("body-timeout", self.body_timeout)?,
-            max_concurrent: positive("max-concurrent", self.max_concurrent)?,
-            max_concurrent_per_caller: positive(
-                "max-concurrent-per-caller",
-                self.max_concurrent_per_caller,
-            )?,
+/// The callers of a clients file a dry run reports: every one, or the one
+/// `--caller` names (its name in the file, or where the file names it).
+fn dry_run_callers(
+    clients: &gateway::clients::Clients,
+    base: &toolpolicy::Context,
+    only: Option<&str>,
+) -> Result<Vec<(String, String, toolpolicy::Context)>, CliError> {
+    let all: Vec<(String, String, toolpolicy::Context)> = clients
+        .contexts()
+        .into_iter()
+        .map(|(at, o)| {
+            let name = at.strip_prefix("clients.").unwrap_or(&at).to_string();
+            (name, at, o.apply(base))
         })
+        .collect();
+    let Some(only) = only else {
+        return Ok(all);
+    };
+    let picked: Vec<_> = all
+        .iter()
+        .filter(|(name, at, _)| name == only || at == only)
+        .cloned()
+        .collect();
+    if picked.is_empty() {
+        let names: Vec<String> = all.iter().map(|(n, ..)| format!("`{n}`")).collect();
+        return Err(CliError::Usage(format!(
+            "`--caller` `{only}` is not a caller of `{}`: its callers are {}",
+            clients.path().display(),
+            if names.is_empty() {
+                "none".to_string()
+            } else {
+                names.join(", ")
+            }
+        )));
     }
-}
-
-/// What `--listen` and the flags beside it give, checked and bound.
-struct Listening {
-    sockets: Vec<std::net::TcpListener>,
-    options: gateway::listen::ListenOptions,
-    clients: Option<gateway::clients::Clients>,
-    public_url: Option<String>,
-    /// The counts `/metrics` serves.
-    metrics: Option<gateway::listen::MetricsPage>,
+    Ok(picked)
 }
 
 /// The command line's context.
@@ -200,6 +147,19 @@ fn load_clients(
         eprintln!("warning: `{}`: {w}", path.display());
     }
     let engine = toolpolicy::Engine::new(policy.clone(), Default::default(), Default::default());
+    let unmoded = gateway::clients::without_mode(
+        &clients.contexts(),
+        base,
+        engine.snapshot().table().modes(),
+    );
+    if !unmoded.is_empty() {
+        let all: Vec<String> = unmoded.iter().map(ToString::to_string).collect();
+        return Err(CliError::Usage(format!(
+            "`{}`: every caller needs a mode, as `--mode` gives none:\n{}",
+            path.display(),
+            all.join("\n")
+        )));
+    }
     if let Some(why) = refused_contexts(&engine, &clients, base).into_iter().next() {
         return Err(CliError::Usage(why));
     }
@@ -221,56 +181,6 @@ fn refused_contexts(
             Some(format!("`{at}` in `{}`: {e}", clients.path().display()))
         })
         .collect()
-}
-
-/// Binds every address `--listen` names, before any server starts: an
-/// address in use, or one beyond loopback without callers named by a
-/// credential, ends the command at once.
-fn bind(listen: &str, authenticates: bool) -> Result<Vec<std::net::TcpListener>, CliError> {
-    use std::net::ToSocketAddrs as _;
-    let addrs: Vec<std::net::SocketAddr> = listen
-        .to_socket_addrs()
-        .map_err(|e| {
-            CliError::Usage(format!(
-                "`--listen` `{listen}` is not an address to listen on (write HOST:PORT, such as `127.0.0.1:8080`): {e}"
-            ))
-        })?
-        .fold(Vec::new(), |mut v, a| {
-            if !v.contains(&a) {
-                v.push(a);
-            }
-            v
-        });
-    if !authenticates && !gateway::listen::all_loopback(&addrs) {
-        let shown: Vec<String> = addrs.iter().map(|a| a.ip().to_string()).collect();
-        return Err(CliError::Usage(format!(
-            "`--listen` `{listen}` is not a loopback address ({}): every caller gets the command line's context, with no credential asked, so the gateway listens only on 127.0.0.1, ::1 or localhost",
-            shown.join(", ")
-        )));
-    }
-    addrs
-        .iter()
-        .map(|addr| {
-            let listener = std::net::TcpListener::bind(addr)
-                .map_err(|e| CliError::Usage(format!("cannot listen on `{addr}`: {e}")))?;
-            listener
-                .set_nonblocking(true)
-                .map_err(|e| CliError::Usage(format!("cannot listen on `{addr}`: {e}")))?;
-            Ok(listener)
-        })
-        .collect()
-}
-
-/// `--start-timeout` and `--call-timeout` as a duration.
-pub fn seconds(flag: &str, secs: f64) -> Result<Duration, CliError> {
-    Duration::try_from_secs_f64(secs)
-        .ok()
-        .filter(|d| !d.is_zero())
-        .ok_or_else(|| {
-            CliError::Usage(format!(
-                "`--{flag}` must be a positive number of seconds, not `{secs}`"
-            ))
-        })
 }
 
 /// Reads a servers file; its warnings go to standard error.
@@ -318,35 +228,85 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         call_timeout: seconds("call-timeout", args.call_timeout)?,
         start_timeout: seconds("start-timeout", args.start_timeout)?,
     };
-    // Checked before any child starts: a context the policy refuses is a usage error.
+    if args.listen.clients.is_some() && args.listen.listen.is_none() && !args.dry_run {
+        return Err(CliError::Usage(
+            "`--clients` names who may call a gateway that listens: give `--listen HOST:PORT` too (or `--dry-run`, to see what each caller would be served)".into(),
+        ));
+    }
+    // Checked before any child starts: a context the policy refuses is a
+    // usage error. With a clients file, the command line's context is the
+    // base of every caller's, and needs no mode where each caller names one.
     let check = toolpolicy::Engine::new(policy.clone(), Default::default(), Default::default());
-    require_mode(&check, &options.context)?;
-    check
-        .session(options.context.clone())
-        .map_err(|e| CliError::Usage(e.to_string()))?;
+    if args.listen.clients.is_none() || options.context.mode.is_some() {
+        require_mode(&check, &options.context)?;
+        check
+            .session(options.context.clone())
+            .map_err(|e| CliError::Usage(e.to_string()))?;
+    }
     drop(check);
+    let clients = match &args.listen.clients {
+        Some(path) => Some(Arc::new(load_clients(
+            path,
+            &policy,
+            &options_context(&args),
+        )?)),
+        None => None,
+    };
+    let dry_run = match (args.dry_run, &clients) {
+        (false, _) => None,
+        (true, None) => Some(DryRun {
+            format: args.format,
+            callers: None,
+        }),
+        (true, Some(clients)) => Some(DryRun {
+            format: args.format,
+            callers: Some(dry_run_callers(
+                clients,
+                &options_context(&args),
+                args.caller.as_deref(),
+            )?),
+        }),
+    };
+    let callers: Option<gateway::CallerContexts> = clients.clone().map(|clients| {
+        let base = options_context(&args);
+        Arc::new(move || {
+            clients
+                .contexts()
+                .iter()
+                .map(|(_, o)| o.apply(&base))
+                .collect()
+        }) as gateway::CallerContexts
+    });
     let listening = match (&args.listen.listen, args.dry_run) {
         (Some(listen), false) => {
             let options = args.listen.options()?;
-            let clients = match &args.listen.clients {
-                Some(path) => Some(load_clients(path, &policy, &options_context(&args))?),
-                None => None,
-            };
+            let drain = seconds("drain-timeout", args.listen.drain_timeout)?;
             let sockets = bind(listen, clients.is_some())?;
             Some(Listening {
                 sockets,
                 options,
-                clients,
+                clients: clients.clone(),
                 public_url: args.listen.public_url.clone(),
                 metrics: None,
+                drain,
             })
         }
         _ => None,
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| CliError::Usage(format!("cannot start the async runtime: {e}")))?;
+    // Many clients over HTTP are served on several threads; one client on
+    // standard input, on one.
+    let runtime = match &listening {
+        Some(_) => {
+            let workers = threads(args.listen.threads.as_deref())?;
+            let mut builder = tokio::runtime::Builder::new_multi_thread();
+            builder.worker_threads(workers);
+            builder
+        }
+        None => tokio::runtime::Builder::new_current_thread(),
+    }
+    .enable_all()
+    .build()
+    .map_err(|e| CliError::Usage(format!("cannot start the async runtime: {e}")))?;
     // The writer's warnings go through the gateway's own standard error.
     let audit = if args.dry_run {
         None
@@ -387,16 +347,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                 }
             });
         }
-        serve(
-            options,
-            policy,
-            servers,
-            args.dry_run,
-            args.format,
-            hook,
-            listening,
-        )
-        .await
+        serve(options, policy, servers, dry_run, hook, listening, callers).await
     });
     if let Some(audit) = &audit {
         audit_args::close(audit);
@@ -413,10 +364,10 @@ async fn serve(
     options: Options,
     policy: toolpolicy::Policy,
     servers: Vec<gateway::servers::ServerSpec>,
-    dry_run: bool,
-    format: Format,
+    dry_run: Option<DryRun>,
     audit: Option<toolpolicy::audit::AuditHook>,
     listening: Option<Listening>,
+    callers: Option<gateway::CallerContexts>,
 ) -> Result<ExitCode, CliError> {
     let mut termination = gateway::reload::Termination::catch();
     let hangup = gateway::reload::hangup_signal();
@@ -429,6 +380,10 @@ async fn serve(
             return Ok(ExitCode::SUCCESS);
         }
     };
+    // The clients file's callers are what the gateway serves, and checks.
+    if let Some(callers) = callers {
+        gw.serve_callers(callers);
+    }
     for (child, result) in gw.children.iter().zip(&started) {
         match result {
             Ok(n) => log::line(format!(
@@ -444,15 +399,31 @@ async fn serve(
         return Err(CliError::Usage(why));
     }
     let lints = gw.lint(true);
-    if dry_run {
+    if let Some(dry) = dry_run {
         let _ = lints.await;
-        let report = dry_run::report(&gw, &started).map_err(CliError::Usage)?;
-        gw.stop().await;
-        match format {
-            Format::Json => common::print_json(&report)?,
-            _ => print!("{}", dry_run::human(&report)),
-        }
-        return Ok(if report.failed {
+        let failed = match &dry.callers {
+            None => {
+                let report = dry_run::report(&gw, &started);
+                gw.stop().await;
+                let report = report.map_err(CliError::Usage)?;
+                match dry.format {
+                    Format::Json => common::print_json(&report)?,
+                    _ => print!("{}", dry_run::human(&report)),
+                }
+                report.failed
+            }
+            Some(callers) => {
+                let report = dry_run::callers_report(&gw, &started, callers);
+                gw.stop().await;
+                let report = report.map_err(CliError::Usage)?;
+                match dry.format {
+                    Format::Json => common::print_json(&report)?,
+                    _ => print!("{}", dry_run::callers_human(&report)),
+                }
+                report.failed
+            }
+        };
+        return Ok(if failed {
             ExitCode::from(1)
         } else {
             ExitCode::SUCCESS
@@ -461,8 +432,12 @@ async fn serve(
     // Set after the start, so that the registry's first build is no reload.
     gw.engine.set_audit(audit);
     // What the dry run notes of the list, said once at start too.
-    if let Ok(report) = dry_run::report(&gw, &started) {
-        for name in &report.deprecated {
+    let deprecated = match gw.contexts().first() {
+        Some(ctx) => dry_run::served(&gw, ctx).map(|s| s.deprecated),
+        None => Ok(Vec::new()),
+    };
+    if let Ok(deprecated) = deprecated {
+        for name in &deprecated {
             log::line(format!(
                 "note: `{name}` is listed, and its title or description says it is deprecated"
             ));
@@ -526,12 +501,22 @@ async fn serve_http(
         clients,
         public_url,
         metrics,
+        drain,
     } = listening;
     let mut tasks = tokio::task::JoinSet::new();
     let callers = match clients {
         None => gateway::listen::Callers::CommandLine(gw.options.context.clone()),
         Some(clients) => {
-            let clients = Arc::new(clients);
+            // A reload of the clients file that leaves a caller without a
+            // mode keeps the last good one.
+            let (engine_of, base) = (Arc::downgrade(&gw), gw.options.context.clone());
+            clients.set_check(Arc::new(move |contexts| {
+                let Some(gw) = engine_of.upgrade() else {
+                    return Vec::new();
+                };
+                let snap = gw.engine.snapshot();
+                gateway::clients::without_mode(contexts, &base, snap.table().modes())
+            }));
             // A policy reload that cannot serve a caller the clients file
             // names keeps the last good policy.
             let served = Arc::clone(&clients);
@@ -583,7 +568,30 @@ async fn serve_http(
     }
     tasks.spawn(Arc::clone(&listener).reap());
     let signal = termination.wait().await;
-    // No new request from here on; sessions end, then the servers stop.
+    // No new request from here on, and `/readyz` fails: the requests in
+    // flight finish, within `--drain-timeout`; then the sessions end, then
+    // the servers stop. A second signal cuts the wait short.
+    let health = Arc::clone(listener.health());
+    health.drain();
+    let in_flight = health.in_flight();
+    if in_flight > 0 {
+        log::line(format!(
+            "note: {signal}: draining: waiting up to {} s for {in_flight} requests in flight (a second signal stops at once)",
+            drain.as_secs_f64()
+        ));
+        let left = tokio::select! {
+            left = health.drained(drain) => left,
+            again = termination.wait() => {
+                log::line(format!("note: {again}: not waiting for the requests in flight"));
+                health.in_flight()
+            }
+        };
+        if left > 0 {
+            log::line(format!(
+                "warning: {left} requests still in flight at the end of the drain: they fail"
+            ));
+        }
+    }
     tasks.abort_all();
     let sessions = listener.close_all().await;
     log::line(format!(

@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 
 use super::super::servers::Problem;
 use super::Overrides;
-use super::file::{self, at, problem, unknown_keys};
+use super::spec::{self, at, problem, unknown_keys};
 
 /// How far `exp` and `nbf` may be off: clocks differ by a little.
 pub const LEEWAY: Duration = Duration::from_secs(60);
@@ -238,7 +238,7 @@ pub fn parse_spec(
             None
         }
         (Some(Value::String(f)), None) if !f.trim().is_empty() => {
-            let path = file::resolve(dir, f);
+            let path = spec::resolve(dir, f);
             match read_keys(&path) {
                 Ok((keys, notes)) => {
                     warnings.extend(notes.into_iter().map(|n| problem("jwt.jwks_file", n)));
@@ -257,7 +257,7 @@ pub fn parse_spec(
             errors.push(problem("jwt.jwks_file", "expected a file name"));
             None
         }
-        (None, Some(Value::String(u))) => match file::url_problem(u, true) {
+        (None, Some(Value::String(u))) => match spec::url_problem(u, true) {
             None => Some(JwksSource::Url(u.trim().to_string())),
             Some(why) => {
                 errors.push(problem("jwt.jwks_url", why));
@@ -274,7 +274,7 @@ pub fn parse_spec(
         None => Overrides::default(),
         Some(Value::Object(d)) => {
             unknown_keys(d, &DEFAULT_KEYS, "jwt.defaults", errors);
-            file::overrides(d, "jwt.defaults", errors)
+            spec::overrides(d, "jwt.defaults", errors)
         }
         Some(_) => {
             errors.push(problem("jwt.defaults", "expected an object"));

@@ -14,6 +14,7 @@
 
 mod file;
 mod jwt;
+mod spec;
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -206,6 +207,44 @@ pub struct Clients {
     current: RwLock<Arc<Loaded>>,
     /// Shared with every `jwks_url` cache, this version's and the next.
     timing: Arc<Mutex<Timing>>,
+    /// What a new version must pass to be put in force (see
+    /// [`Clients::set_check`]).
+    check: RwLock<Option<Check>>,
+}
+
+/// The problems of a version's callers (each client's and the JWT
+/// defaults' context fields, as [`Clients::contexts`] gives them) that keep
+/// it from being put in force: none when it may be.
+pub type Check = Arc<dyn Fn(&[(String, Overrides)]) -> Vec<Problem> + Send + Sync>;
+
+/// The callers left without a mode, each as a problem at its path in the
+/// file: where the command line's context `base` names no mode and the
+/// policy declares `modes`, every caller must name one (a JWT whose token
+/// has no mode claim takes `jwt.defaults`' mode).
+pub fn without_mode(
+    contexts: &[(String, Overrides)],
+    base: &Context,
+    modes: &[String],
+) -> Vec<Problem> {
+    if base.mode.is_some() || modes.is_empty() {
+        return Vec::new();
+    }
+    let declared: Vec<String> = modes.iter().map(|m| format!("`{m}`")).collect();
+    contexts
+        .iter()
+        .filter(|(_, o)| o.mode.is_none())
+        .map(|(at, _)| {
+            let mut p = spec::problem(
+                at.as_str(),
+                "names no mode, and `--mode` gives none: this caller would have no context",
+            );
+            p.help = Some(format!(
+                "the policy declares {}: give this caller a `mode`, or start the gateway with `--mode`",
+                declared.join(", ")
+            ));
+            p
+        })
+        .collect()
 }
 
 impl fmt::Debug for Clients {
@@ -225,7 +264,7 @@ impl Clients {
     pub fn load_with_env(path: &Path, env: Env) -> Result<Clients, ClientsError> {
         let bytes = crate::input::read(path).map_err(|e| ClientsError {
             file: path.to_path_buf(),
-            problems: vec![file::problem("", format!("cannot read it: {e}"))],
+            problems: vec![spec::problem("", format!("cannot read it: {e}"))],
         })?;
         let timing = Arc::new(Mutex::new(Timing::default()));
         let loaded = parse(path, &bytes, &env, None, &timing)?;
@@ -234,6 +273,7 @@ impl Clients {
             env,
             current: RwLock::new(Arc::new(loaded)),
             timing,
+            check: RwLock::new(None),
         })
     }
 
@@ -264,17 +304,14 @@ impl Clients {
     /// defaults as `jwt.defaults` when tokens are accepted: for the
     /// listener to check each against the policy before it serves.
     pub fn contexts(&self) -> Vec<(String, Overrides)> {
-        let current = self.current();
-        let mut out: Vec<(String, Overrides)> = current
-            .parsed
-            .clients
-            .iter()
-            .map(|(name, o)| (file::at("clients", name), o.clone()))
-            .collect();
-        if let Some(j) = &current.parsed.jwt {
-            out.push(("jwt.defaults".into(), j.defaults.clone()));
-        }
-        out
+        contexts_of(&self.current())
+    }
+
+    /// Makes every reload pass `check` first: a version it finds problems
+    /// in is refused, and the last good one stays in force, as one that
+    /// does not parse.
+    pub fn set_check(&self, check: Check) {
+        *self.check.write().unwrap_or_else(PoisonError::into_inner) = Some(check);
     }
 
     /// Whether JWT access tokens are accepted.
@@ -287,7 +324,7 @@ impl Clients {
     pub fn reload(&self) -> Result<(), ClientsError> {
         let bytes = super::reload::read_for_reload(&self.path).map_err(|why| ClientsError {
             file: self.path.clone(),
-            problems: vec![file::problem("", why)],
+            problems: vec![spec::problem("", why)],
         })?;
         let old = self.current();
         let loaded = parse(
@@ -297,6 +334,20 @@ impl Clients {
             old.fetched.as_ref(),
             &self.timing,
         )?;
+        let check = self
+            .check
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(check) = check {
+            let problems = check(&contexts_of(&loaded));
+            if !problems.is_empty() {
+                return Err(ClientsError {
+                    file: self.path.clone(),
+                    problems,
+                });
+            }
+        }
         *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(loaded);
         Ok(())
     }
@@ -423,6 +474,21 @@ impl Clients {
     }
 }
 
+/// Each client's name and context fields in a version, in file order;
+/// then the JWT defaults as `jwt.defaults` when tokens are accepted.
+fn contexts_of(loaded: &Loaded) -> Vec<(String, Overrides)> {
+    let mut out: Vec<(String, Overrides)> = loaded
+        .parsed
+        .clients
+        .iter()
+        .map(|(name, o)| (spec::at("clients", name), o.clone()))
+        .collect();
+    if let Some(j) = &loaded.parsed.jwt {
+        out.push(("jwt.defaults".into(), j.defaults.clone()));
+    }
+    out
+}
+
 /// What [`Clients::watch`] tells of each reload.
 type OnReload = dyn Fn(&Result<(), ClientsError>) + Send + Sync;
 
@@ -458,7 +524,7 @@ fn parse(
         problems,
     };
     let text =
-        std::str::from_utf8(bytes).map_err(|_| error(vec![file::problem("", "not UTF-8 text")]))?;
+        std::str::from_utf8(bytes).map_err(|_| error(vec![spec::problem("", "not UTF-8 text")]))?;
     let dir = path.parent().map(PathBuf::from).unwrap_or_default();
     let parsed = file::parse(text, &dir, &**env).map_err(error)?;
     let fetched = match parsed.jwt.as_ref().map(|j| &j.source) {
@@ -469,6 +535,20 @@ fn parse(
         _ => None,
     };
     Ok(Loaded { parsed, fetched })
+}
+
+/// What reading a clients file's text finds, errors then warnings (each
+/// `true` when an error), as [`Clients::load`] would, without fetching
+/// anything: for an editor checking a file as it is typed.
+pub fn check_text(
+    text: &str,
+    dir: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Vec<(bool, Problem)> {
+    match file::parse(text, dir, env) {
+        Ok(parsed) => parsed.warnings.into_iter().map(|w| (false, w)).collect(),
+        Err(errors) => errors.into_iter().map(|e| (true, e)).collect(),
+    }
 }
 
 /// The bearer token of the request's one `Authorization` header.
