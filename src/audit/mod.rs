@@ -11,9 +11,17 @@
 //!
 //! Arguments and results of calls never reach an event: the library never
 //! sees them.
+//!
+//! Reading logs back is the other half: [`read`] reads JSON Lines logs a
+//! line at a time (bad lines named, never a stop), and [`sessions`] puts the
+//! sessions back together from their events, as `policy report` and
+//! `policy learn` read them.
 
+pub mod learn;
 #[cfg(feature = "metrics")]
 pub mod metrics;
+pub mod read;
+pub mod sessions;
 #[cfg(feature = "audit-log")]
 pub mod writer;
 
@@ -63,12 +71,25 @@ pub struct Event {
 
 /// The part of a session's context the log keeps: runtime grants are left
 /// out (they may be per user).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct EventContext {
     pub mode: Option<String>,
     pub bot: Option<String>,
     #[serde(default)]
     pub flags: Vec<String>,
+}
+
+impl EventContext {
+    /// The context the event was logged in, to ask a policy about (no
+    /// grants: a log holds none).
+    pub fn to_context(&self) -> Context {
+        Context {
+            mode: self.mode.clone(),
+            bot: self.bot.clone(),
+            flags: self.flags.iter().cloned().collect(),
+            grants: None,
+        }
+    }
 }
 
 impl From<&Context> for EventContext {

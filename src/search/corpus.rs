@@ -15,10 +15,21 @@ use super::tokenize::{Piece, scan, stem, tokenize_into};
 /// The fields of a tool, in order: name, description, parameter names,
 /// parameter text.
 pub(super) const FIELDS: usize = 4;
+
 pub(super) const NAME: usize = 0;
 pub(super) const DESCRIPTION: usize = 1;
 pub(super) const PARAM_NAME: usize = 2;
 pub(super) const PARAM_TEXT: usize = 3;
+
+/// The field names, in field order, as an explanation shows them.
+pub(super) const FIELD_NAMES: [&str; FIELDS] = {
+    let mut f = [""; FIELDS];
+    f[NAME] = "name";
+    f[DESCRIPTION] = "description";
+    f[PARAM_NAME] = "parameter names";
+    f[PARAM_TEXT] = "parameter text";
+    f
+};
 
 /// One term of a tool: its id and its count in each field.
 pub(super) type TermCounts = (u32, [u16; FIELDS]);

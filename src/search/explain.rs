@@ -5,22 +5,12 @@
 
 use serde::Serialize;
 
-use super::corpus::{DESCRIPTION, FIELDS, NAME, PARAM_NAME, PARAM_TEXT};
+use super::corpus::{FIELD_NAMES, FIELDS};
 use super::fit::Fit;
 use super::index::{NAME_FLAG, Posting, SearchIndex};
 use super::intent;
 use super::query::{MAX_QUERY_BYTES, truncate};
 use super::rank::{CONCEPT_REST, SERVER_BONUS, VERBATIM_NAME_BONUS, intent_bonus};
-
-/// The field names, in field order, as an explanation shows them.
-pub(super) const FIELD_NAMES: [&str; FIELDS] = {
-    let mut f = [""; FIELDS];
-    f[NAME] = "name";
-    f[DESCRIPTION] = "description";
-    f[PARAM_NAME] = "parameter names";
-    f[PARAM_TEXT] = "parameter text";
-    f
-};
 
 /// One tool's score, taken apart.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -161,11 +151,32 @@ impl SearchIndex {
         }
 
         let mut bonuses = Vec::new();
+        let hits = self.term_hits(&terms);
+        let hit = hits
+            .iter()
+            .find(|(t, _)| *t as usize == tool)
+            .map(|(_, h)| h);
+        if let (Some(h), Some(l)) = (hit, &self.learned) {
+            let label = if h.whole() {
+                format!(
+                    "learned term `{}` ({:.0}% covered)",
+                    l.text(h.phrase),
+                    h.cover * 100.0
+                )
+            } else {
+                format!(
+                    "words of learned term `{}` ({:.0}% covered, too little to fit)",
+                    l.text(h.phrase),
+                    h.cover * 100.0
+                )
+            };
+            bonuses.push(bonus(&label, h.score));
+        }
         let cover = self.cover_bonus(tool, name_hits);
         if cover > 0.0 {
             bonuses.push(bonus("name coverage", cover));
         }
-        if !concepts.is_empty() {
+        if !concepts.is_empty() || hit.is_some() {
             let intent = intent_bonus(intent::of_query(query), self.corpus.intents[tool]);
             if intent > 0.0 {
                 bonuses.push(bonus("read or change, as asked", intent));
@@ -200,6 +211,14 @@ impl SearchIndex {
     }
 
     pub(super) fn term_text(&self, id: u32) -> String {
+        let base = self.corpus.terms.len() as u32;
+        if let Some(w) = self
+            .learned
+            .as_ref()
+            .and_then(|l| l.words.extra_word(id, base))
+        {
+            return w.to_string();
+        }
         self.corpus
             .terms
             .iter()
@@ -238,22 +257,7 @@ mod tests {
             "read_file please",
             "files",
         ] {
-            let ranked = idx.rank(q, |_| true);
-            let scores: Vec<f32> = ranked
-                .iter()
-                .map(|&i| idx.explain(q, i).unwrap().score)
-                .collect();
-            assert!(
-                scores.windows(2).all(|w| w[0] >= w[1] - 1e-4),
-                "{q}: {ranked:?} {scores:?}"
-            );
-            for (i, _) in reg.tools().iter().enumerate() {
-                let e = idx.explain(q, i).unwrap();
-                let parts: f32 = e.concepts.iter().map(|c| c.score).sum::<f32>()
-                    + e.bonuses.iter().map(|b| b.points).sum::<f32>();
-                assert!((parts - e.score).abs() < 1e-3);
-                assert_eq!(ranked.contains(&i), e.score > 0.0, "{q}: {e:?}");
-            }
+            crate::search::test_support::assert_explanations_add_up(&reg, &idx, q);
         }
         let e = idx.explain("erase the file at path", 0).unwrap();
         let erase = e

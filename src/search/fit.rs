@@ -36,6 +36,15 @@
 //! `州` and `天气`, a word and a half's worth, one known; `带伞杭州天气`
 //! two words' worth, one known.
 //!
+//! The pieces of a file name, path or web address in the query, and a
+//! file-type word qualifying the next word (`notes.md`, `the markdown
+//! notes`), are weak units: covered like any other, but a direct match on
+//! them does not make a tool fit on its own (a request to read `notes.md`
+//! and mail it is no request for a markdown tool). A word that only a
+//! Chinese word of CC-CEDICT's reaches is known
+//! ([`KNOWN_BY_TRANSLATION`]) as loosely as a WordNet synonym, except to
+//! the tool that has that word.
+//!
 //! A search activates the best-ranked tool that fits, among the first
 //! `limit` ranked; then each next one that fits too and is about as good a
 //! match as the best: its score at least [`CLOSE_SCORE`] of the best's, or
@@ -54,7 +63,8 @@ use serde::Serialize;
 
 use super::corpus::{DESCRIPTION, FIELDS, NAME, PARAM_NAME, PARAM_TEXT};
 use super::index::{NAME_FLAG, SearchIndex};
-use super::query::{ABSENT, NO_PAIR, NO_UNIT, Origin, QueryTerm, Unit, W_CEDICT, W_CJK_BIGRAM};
+use super::learned::TermHit;
+use super::query::{ABSENT, NO_PAIR, NO_UNIT, Origin, QueryTerm, Unit};
 use super::tokenize::stem;
 
 /// A tool that covers this much of the query fits without a direct match.
@@ -172,6 +182,10 @@ fn is_light(word: &str) -> bool {
         .contains(word)
 }
 
+/// How surely the registry knows a word of the query that only a Chinese
+/// word of CC-CEDICT's reaches (see [`Origin::Chinese`]).
+const KNOWN_BY_TRANSLATION: f32 = 0.4;
+
 /// What the English of a Chinese word counts for when it is the first word
 /// of a two-word gloss and the tool lacks the second (`body` for 体重, `body
 /// weight`): a part of the thing, as a character's English is.
@@ -216,6 +230,20 @@ pub struct Fit {
     /// cover (see the module doc).
     pub mostly_unknown: bool,
     pub units: Vec<UnitCover>,
+    /// The learned term the query covers, when one does: the tool fits on
+    /// it whatever its words cover.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub term: Option<TermFit>,
+}
+
+/// A learned term of the tool that the query covers (see `learned`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TermFit {
+    /// The term, as the terms file writes it.
+    pub term: String,
+    /// The share of the term's words the query covers (at least
+    /// [`TERM_COVER`](super::TERM_COVER)).
+    pub cover: f32,
 }
 
 impl Fit {
@@ -239,7 +267,13 @@ impl Fit {
             .filter(|u| !u.light && u.known < DIRECT)
             .map(|u| format!("`{}`", u.word))
             .collect();
-        let mut s = if self.fits {
+        let mut s = if let Some(t) = &self.term {
+            format!(
+                "fits on the learned term `{}` (the query covers {:.0}% of it)",
+                t.term,
+                t.cover * 100.0
+            )
+        } else if self.fits {
             format!("fits, covering {:.0}% of the query", self.cover * 100.0)
         } else if covered.is_empty() {
             "falls short: matches none of the query's words".to_string()
@@ -261,7 +295,7 @@ impl Fit {
         if !covered.is_empty() {
             s += &format!("; matched {}", covered.join(", "));
         }
-        if !missing.is_empty() {
+        if !missing.is_empty() && self.term.is_none() {
             s += &format!("; not {}", missing.join(", "));
         }
         s
@@ -287,29 +321,13 @@ impl Fit {
     }
 }
 
-/// How strongly a term of this origin and weight stands for its unit.
-fn strength(t: &QueryTerm) -> f32 {
-    match t.origin {
-        // A CJK character alone, or a pair across a function character,
-        // weighs less than a word.
-        Origin::Word if t.weight < W_CJK_BIGRAM * 0.99 => 0.3,
-        Origin::Word | Origin::Joined => 1.0,
-        Origin::Vocabulary => 0.8,
-        Origin::Cedict if t.weight < W_CEDICT * 0.99 => 0.3,
-        Origin::Cedict => 0.7,
-        Origin::Prefix => 0.6,
-        Origin::WordNet => 0.4,
-        Origin::Shape | Origin::Question | Origin::Plural => 0.0,
-    }
-}
-
-/// [`strength`], or for a term that needs a second word of its gloss which
+/// [`QueryTerm::strength`], or for a term that needs a second word of its gloss which
 /// the tool lacks (not `whole`), a part of it ([`PART_OF_GLOSS`]).
 fn gloss_strength(t: &QueryTerm, whole: bool) -> f32 {
     if whole {
-        strength(t)
+        t.strength()
     } else {
-        strength(t).min(PART_OF_GLOSS)
+        t.strength().min(PART_OF_GLOSS)
     }
 }
 
@@ -326,6 +344,15 @@ fn unit_weight(u: &Unit, run_len: usize) -> f32 {
         (_, 0 | 1) => CHAR_WEIGHT,
         _ => RUN_CHAR_WEIGHT,
     }
+}
+
+/// The learned term of `tool` among `hits` (sorted by tool) that the query
+/// covers enough to fit on; a term it covers less only ranks.
+fn hit_of(hits: &[(u32, TermHit)], tool: usize) -> Option<&TermHit> {
+    hits.binary_search_by_key(&(tool as u32), |(t, _)| *t)
+        .ok()
+        .map(|k| &hits[k].1)
+        .filter(|h| h.whole())
 }
 
 /// One ranked tool, and whether a search activates it.
@@ -354,7 +381,8 @@ impl SearchIndex {
     ) -> Vec<Ranked> {
         let trimmed = super::query::truncate(query, super::query::MAX_QUERY_BYTES).trim();
         let (mut terms, units) = self.query_parts(trimmed);
-        let ranked = self.rank_scored(trimmed, &mut terms, eligible);
+        let hits = self.term_hits(&terms);
+        let ranked = self.rank_scored(trimmed, &mut terms, &hits, eligible);
         let named: Vec<u32> = self.verbatim_names(trimmed).collect();
         let mut out: Vec<Ranked> = Vec::with_capacity(ranked.len());
         // The best match: its score, cover and fit, once judged.
@@ -365,7 +393,7 @@ impl SearchIndex {
             let free = free(tool);
             if free || taken < limit && seen < limit {
                 let verbatim = score.is_infinite() || named.contains(&(tool as u32));
-                let fit = self.fit_with(&terms, &units, tool);
+                let fit = self.fit_with(&terms, &units, tool, hit_of(&hits, tool));
                 let fits = verbatim || fit.as_ref().is_some_and(|f| f.fits);
                 activate = match &best {
                     // The best-ranked tool that fits is the best match.
@@ -401,7 +429,8 @@ impl SearchIndex {
     pub fn fit(&self, query: &str, tool: usize) -> Option<Fit> {
         let query = super::query::truncate(query, super::query::MAX_QUERY_BYTES).trim();
         let (terms, units) = self.query_parts(query);
-        self.fit_with(&terms, &units, tool)
+        let hits = self.term_hits(&terms);
+        self.fit_with(&terms, &units, tool, hit_of(&hits, tool))
     }
 
     /// Whether the tool at `tool` has a word the term needs beside it (see
@@ -418,7 +447,13 @@ impl SearchIndex {
         })
     }
 
-    pub(super) fn fit_with(&self, terms: &[QueryTerm], units: &[Unit], tool: usize) -> Option<Fit> {
+    pub(super) fn fit_with(
+        &self,
+        terms: &[QueryTerm],
+        units: &[Unit],
+        tool: usize,
+        hit: Option<&TermHit>,
+    ) -> Option<Fit> {
         let counts = self.corpus.per_tool.get(tool)?;
         let mut cover = vec![(0f32, None::<(u32, Origin, usize)>); units.len()];
         // How surely some indexed tool has the unit: its best evidence.
@@ -433,7 +468,16 @@ impl SearchIndex {
                 let whole = postings
                     .iter()
                     .any(|p| self.has_pair(t, (p.tool & !NAME_FLAG) as usize));
-                let s = gloss_strength(t, whole);
+                let mut s = gloss_strength(t, whole);
+                if t.origin == Origin::Chinese {
+                    // A word the registry has only in another language is
+                    // known as loosely as a WordNet synonym, except to the
+                    // tool that has it (below): a translation may well be
+                    // of another sense (`degree` -> 程度), and a request
+                    // whose words only translations spread over other
+                    // tools is mostly about what none has.
+                    s = s.min(KNOWN_BY_TRANSLATION);
+                }
                 for u in [t.unit, t.unit2] {
                     if u != NO_UNIT {
                         let k = &mut known[u as usize - 1];
@@ -456,6 +500,11 @@ impl SearchIndex {
             for u in [t.unit, t.unit2] {
                 if u != NO_UNIT && e > cover[u as usize - 1].0 {
                     cover[u as usize - 1] = (e, Some((t.id, t.origin, field)));
+                }
+                // For the tool that has it, a translation is its own word.
+                if u != NO_UNIT && t.origin == Origin::Chinese {
+                    let k = &mut known[u as usize - 1];
+                    *k = k.max(e);
                 }
             }
         }
@@ -481,7 +530,9 @@ impl SearchIndex {
                 let w = unit_weight(u, run_len[u.run as usize]);
                 weight += w;
                 weight_known += w * known;
-                direct += usize::from(c >= DIRECT);
+                // A file's name or type (`notes.md`, `pdf`) alone makes
+                // no fit: the request asks for something done with it.
+                direct += usize::from(c >= DIRECT && !u.weak);
             }
             out.push(UnitCover {
                 word: u.text.clone(),
@@ -492,7 +543,7 @@ impl SearchIndex {
                         "{} `{}` in {}",
                         origin.as_str(),
                         self.term_text(id),
-                        super::explain::FIELD_NAMES[field]
+                        super::corpus::FIELD_NAMES[field]
                     )
                 }),
                 known,
@@ -500,377 +551,35 @@ impl SearchIndex {
         }
         let share = |c: f32, n: usize| if n == 0 { 0.0 } else { c / n as f32 };
         let mostly_unknown = direct <= 1 && weight_known < KNOWN_SHARE * weight;
+        let cover = share(covered, units.len());
+        // A learned term the query covers makes a fit: a request that once
+        // led to the tool, or its paraphrase.
+        if let Some(h) = hit {
+            return Some(Fit {
+                fits: true,
+                cover: cover.max(h.cover),
+                mostly_unknown: false,
+                units: out,
+                term: Some(TermFit {
+                    term: self
+                        .learned
+                        .as_ref()
+                        .map_or("", |l| l.text(h.phrase))
+                        .to_string(),
+                    cover: h.cover,
+                }),
+            });
+        }
         Some(Fit {
             fits: !mostly_unknown && (direct > 0 || share(heavy_covered, heavy) >= MIN_COVER),
-            cover: share(covered, units.len()),
+            cover,
             mostly_unknown,
             units: out,
+            term: None,
         })
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use crate::registry::{Registry, Tool};
-    use crate::search::SearchIndex;
-    use serde_json::json;
-
-    fn registry(tools: &[(&str, &str)]) -> Registry {
-        Registry::new(
-            tools
-                .iter()
-                .map(|(n, d)| Tool {
-                    name: n.to_string(),
-                    description: d.to_string(),
-                    parameters: json!({"type": "object", "properties": {}}),
-                    ..Default::default()
-                })
-                .collect(),
-        )
-        .unwrap()
-    }
-
-    fn activated(reg: &Registry, idx: &SearchIndex, q: &str) -> Vec<String> {
-        idx.rank_fitting(q, |_| true, 4, |_| false)
-            .into_iter()
-            .filter(|r| r.activate)
-            .map(|r| reg.tools()[r.tool].name.clone())
-            .collect()
-    }
-
-    #[test]
-    fn a_match_on_light_words_only_activates_nothing() {
-        let reg = registry(&[
-            ("toggle_logging", "Turn logging off or on"),
-            ("close_page", "Close the current page"),
-            ("next_issue", "Show the next issue in a large project"),
-        ]);
-        let idx = SearchIndex::new(&reg);
-        let q = "turn off the living room lights";
-        assert!(
-            !idx.rank(q, |_| true).is_empty(),
-            "the ranking finds loose matches"
-        );
-        assert_eq!(activated(&reg, &idx, q), Vec::<String>::new());
-        let fit = idx.fit(q, 0).unwrap();
-        assert!(!fit.fits);
-        assert!(fit.reason().starts_with("falls short"), "{}", fit.reason());
-        assert!(fit.units.iter().any(|u| u.word == "turn" && u.light));
-        // A word the tools have, said directly, fits.
-        assert_eq!(
-            activated(&reg, &idx, "turn logging off"),
-            ["toggle_logging"]
-        );
-    }
-
-    #[test]
-    fn a_search_does_not_pad_with_weak_matches() {
-        let reg = registry(&[
-            ("glob", "Find files by glob pattern"),
-            ("grep", "Search file contents with a regular expression"),
-            ("read", "Read a file"),
-            ("write", "Write a file"),
-        ]);
-        let idx = SearchIndex::new(&reg);
-        let ranked = idx.rank("find files by glob pattern", |_| true);
-        assert!(ranked.len() >= 3, "{ranked:?}");
-        assert_eq!(
-            activated(&reg, &idx, "find files by glob pattern"),
-            ["glob"]
-        );
-        // Two tools that match as well as each other are both activated.
-        assert_eq!(
-            activated(&reg, &idx, "read or write a file"),
-            ["read", "write"]
-        );
-    }
-
-    #[test]
-    fn names_in_the_query_are_never_held_back() {
-        let reg = registry(&[
-            ("read_file", "Something else entirely"),
-            ("list_files", "List the files of a folder"),
-        ]);
-        let idx = SearchIndex::new(&reg);
-        assert_eq!(activated(&reg, &idx, "read_file"), ["read_file"]);
-        let got = activated(&reg, &idx, "the living room read_file");
-        assert!(got.contains(&"read_file".to_string()), "{got:?}");
-    }
-
-    #[test]
-    fn a_request_mostly_about_what_no_tool_has_activates_nothing() {
-        let reg = registry(&[
-            ("list_cards", "List the saved cards of a dashboard"),
-            ("delete_card", "Delete a card from a dashboard"),
-            ("list_users", "List the users of the customer account"),
-        ]);
-        let idx = SearchIndex::new(&reg);
-        // `card` is a word the tools have, directly; `charge`, `credit` and
-        // `dollars` no tool has at all.
-        let q = "charge the credit card 49 dollars";
-        assert!(!idx.rank(q, |_| true).is_empty());
-        assert_eq!(activated(&reg, &idx, q), Vec::<String>::new());
-        let fit = idx.fit(q, 0).unwrap();
-        assert!(fit.mostly_unknown && !fit.fits, "{fit:?}");
-        let reason = fit.reason();
-        assert!(reason.contains("no tool has"), "{reason}");
-        assert!(reason.contains("`charg`"), "{reason}");
-        // The same one direct match, where the other words are the tools'
-        // too, still fits.
-        assert_eq!(
-            activated(&reg, &idx, "delete the card from my dashboard"),
-            ["delete_card"]
-        );
-        // And so does a tool matching two of the words directly.
-        let q = "list the customer cards and their dollars";
-        assert!(activated(&reg, &idx, q).contains(&"list_cards".to_string()));
-    }
-
-    #[test]
-    fn words_known_only_loosely_count_as_little_as_their_evidence() {
-        let reg = registry(&[
-            ("publish_package", "Publish a package to the registry"),
-            ("list_team_members", "List the members of a team"),
-            ("list_dashboards", "List the dashboards"),
-        ]);
-        let idx = SearchIndex::new(&reg);
-        // `issue` and `squad` reach the tools only through WordNet
-        // (`publish`, `team`), `refund` not at all: of four words the
-        // registry knows one for sure.
-        let q = "issue a refund to the squad on the dashboard";
-        assert!(!idx.rank(q, |_| true).is_empty());
-        assert_eq!(activated(&reg, &idx, q), Vec::<String>::new());
-        let fit = idx.fit(q, 2).unwrap();
-        assert!(fit.mostly_unknown && !fit.fits, "{fit:?}");
-        let squad = fit.units.iter().find(|u| u.word == "squad").unwrap();
-        assert!(squad.known > 0.0 && squad.known < 0.5, "{squad:?}");
-        assert!(fit.reason().contains("`squad`"), "{}", fit.reason());
-        // Said with the tools' own words, a request fits.
-        let got = activated(&reg, &idx, "list the dashboards of the team");
-        assert!(got.contains(&"list_dashboards".to_string()), "{got:?}");
-    }
-
-    #[test]
-    fn a_chinese_character_left_alone_weighs_half_a_word() {
-        let reg = registry(&[
-            ("get_weather", "查询城市的天气预报"),
-            ("read_file", "读取文件内容"),
-        ]);
-        let idx = SearchIndex::new(&reg);
-        // `杭州` is a name the dictionary lacks: two characters no tool has,
-        // which together weigh as much as `天气`, which the tool has.
-        let q = "杭州天气";
-        let fit = idx.fit(q, 0).unwrap();
-        let chars: Vec<&str> = fit
-            .units
-            .iter()
-            .filter(|u| u.known == 0.0)
-            .map(|u| u.word.as_str())
-            .collect();
-        assert_eq!(chars, ["杭", "州"], "{fit:?}");
-        assert!(!fit.mostly_unknown, "{fit:?}");
-        assert_eq!(activated(&reg, &idx, q), ["get_weather"]);
-        // A request whose one word the tools have is among more words no
-        // tool has still activates nothing.
-        assert_eq!(
-            activated(&reg, &idx, "帮我预订杭州西湖边的酒店和机票"),
-            Vec::<String>::new()
-        );
-    }
-
-    #[test]
-    fn characters_left_alone_side_by_side_are_read_as_one_word() {
-        let reg = registry(&[
-            ("get_weather", "查询城市的天气预报"),
-            ("read_file", "读取文件内容"),
-        ]);
-        let idx = SearchIndex::new(&reg);
-        // `带伞` (bring an umbrella) and `杭州` are not in the dictionary:
-        // each is two characters left alone, side by side, which read as
-        // one word the dictionary lacks, half a word each; `天气` the tool
-        // has. Counted a character at a time, the request would be two
-        // thirds about what no tool has.
-        let q = "明天要带伞吗，杭州天气";
-        let fit = idx.fit(q, 0).unwrap();
-        let alone: Vec<&str> = fit
-            .units
-            .iter()
-            .filter(|u| u.known == 0.0)
-            .map(|u| u.word.as_str())
-            .collect();
-        assert_eq!(alone, ["带", "伞", "杭", "州"], "{fit:?}");
-        assert!(!fit.mostly_unknown, "{fit:?}");
-        assert_eq!(activated(&reg, &idx, q), ["get_weather"]);
-        // A longer run is more words, a pair of characters each: six
-        // characters no tool has weigh more than the one word it has.
-        let q = "杭州带伞穿靴天气";
-        let fit = idx.fit(q, 0).unwrap();
-        assert!(fit.mostly_unknown, "{fit:?}");
-        assert_eq!(activated(&reg, &idx, q), Vec::<String>::new());
-    }
-
-    #[test]
-    fn a_weaker_match_on_no_word_the_best_lacks_is_not_loaded() {
-        let reg = registry(&[
-            ("open_issue", "Open an issue"),
-            (
-                "tracker_overview",
-                "Shows an overview of the tracker, where one can open an issue, read the \
-                 long guide about the workflow, its states and labels, and much more",
-            ),
-            ("create_pull_request", "Create a pull request"),
-        ]);
-        let idx = SearchIndex::new(&reg);
-        // The overview covers `open` and `issue` as fully as the best match
-        // does (so it is about as good a match by cover), but scores well
-        // under it, and says nothing the best does not.
-        let q = "open an issue";
-        let ranked = idx.rank_fitting(q, |_| true, 4, |_| false);
-        assert_eq!(ranked[1].tool, 1, "{ranked:?}");
-        let (best, second) = (idx.explain(q, 0).unwrap(), idx.explain(q, 1).unwrap());
-        assert!(
-            second.fit.fits && second.fit.cover >= best.fit.cover,
-            "{second:?}"
-        );
-        assert!(second.score < super::CLOSE_SCORE * best.score);
-        assert_eq!(activated(&reg, &idx, q), ["open_issue"]);
-        // A tool that says directly what the best does not is still loaded.
-        let got = activated(&reg, &idx, "open an issue or create a pull request");
-        assert!(got.contains(&"create_pull_request".to_string()), "{got:?}");
-    }
-
-    #[test]
-    fn a_match_on_only_some_of_the_best_matchs_words_is_not_loaded() {
-        let reg = registry(&[
-            ("install_helm_chart", "Install a Helm chart"),
-            ("upgrade_helm_chart", "Upgrade a Helm chart"),
-            ("install_package", "Install a package"),
-            ("install_plugin", "Install a plugin"),
-        ]);
-        let idx = SearchIndex::new(&reg);
-        // `upgrade_helm_chart` scores close to the best (`install` is a
-        // common word here), but matches only words the best has too.
-        let q = "install the helm chart";
-        let ranked = idx.rank_fitting(q, |_| true, 4, |_| false);
-        assert_eq!(ranked[1].tool, 1, "{ranked:?}");
-        assert!(idx.fit(q, 1).unwrap().fits);
-        assert_eq!(activated(&reg, &idx, q), ["install_helm_chart"]);
-        // Tools matching the same words are both loaded, and so is one
-        // that matches a word the best does not.
-        assert_eq!(
-            activated(&reg, &idx, "helm chart"),
-            ["install_helm_chart", "upgrade_helm_chart"]
-        );
-        let mut both = activated(&reg, &idx, "install or upgrade a helm chart");
-        both.sort();
-        assert_eq!(both, ["install_helm_chart", "upgrade_helm_chart"]);
-    }
-
-    #[test]
-    fn the_best_match_is_the_best_ranked_tool_that_fits() {
-        let reg = registry(&[
-            (
-                "turn_off_next",
-                "Turn off the next one, turn off all, turn off every other",
-            ),
-            ("heater_control", "Control the heater"),
-        ]);
-        let idx = SearchIndex::new(&reg);
-        let q = "turn off the heater";
-        let ranked = idx.rank(q, |_| true);
-        assert_eq!(ranked, [0, 1], "the light words rank first");
-        assert!(!idx.fit(q, 0).unwrap().fits);
-        assert_eq!(activated(&reg, &idx, q), ["heater_control"]);
-        // Only among the first `limit` ranked.
-        let only_one = idx.rank_fitting(q, |_| true, 1, |_| false);
-        assert!(only_one.iter().all(|r| !r.activate), "{only_one:?}");
-    }
-
-    #[test]
-    fn time_is_what_a_question_about_time_asks() {
-        let reg = registry(&[
-            (
-                "get_current_time",
-                "Get the current time in a given timezone",
-            ),
-            ("browser_wait_for", "Wait for some time to pass"),
-            ("read_file", "Read a file"),
-        ]);
-        let idx = SearchIndex::new(&reg);
-        let got = activated(&reg, &idx, "what's the time in London");
-        assert!(got.contains(&"get_current_time".to_string()), "{got:?}");
-        let fit = idx.fit("what's the time in London", 0).unwrap();
-        assert!(
-            fit.units.iter().any(|u| u.word == "tim" && !u.light),
-            "{fit:?}"
-        );
-    }
-
-    #[test]
-    fn to_star_something_is_to_make_it_a_favourite() {
-        let reg = registry(&[
-            ("favorite_dashboard", "Mark a dashboard as a favourite"),
-            ("list_dashboards", "List the dashboards"),
-            ("delete_dashboard", "Delete a dashboard"),
-        ]);
-        let idx = SearchIndex::new(&reg);
-        // `revenue` is a dashboard's name, which no tool has: `star` is what
-        // is asked, and tools say it as `favourite` (or `bookmark`).
-        let q = "star the revenue dashboard";
-        assert_eq!(activated(&reg, &idx, q), ["favorite_dashboard"]);
-        let fit = idx.fit(q, 0).unwrap();
-        assert!(
-            fit.units.iter().any(|u| u.word == "star" && u.cover > 0.7),
-            "{fit:?}"
-        );
-    }
-
-    #[test]
-    fn fitting_is_deterministic() {
-        let reg = registry(&[
-            ("one", "open the door"),
-            ("two", "close the window"),
-            ("three", "open the door"),
-        ]);
-        let idx = SearchIndex::new(&reg);
-        let first = idx.rank_fitting("open the door", |_| true, 4, |_| false);
-        assert_eq!(first.iter().filter(|r| r.activate).count(), 2);
-        for _ in 0..5 {
-            assert_eq!(
-                idx.rank_fitting("open the door", |_| true, 4, |_| false),
-                first
-            );
-            assert_eq!(
-                SearchIndex::new(&reg).rank_fitting("open the door", |_| true, 4, |_| false),
-                first
-            );
-        }
-    }
-
-    #[test]
-    fn the_first_word_of_a_two_word_translation_alone_is_a_part() {
-        // 体重 is `body weight`: a request's body is not it, a body weight
-        // or a weight is.
-        let reg = registry(&[
-            (
-                "patch_request",
-                "Send a new request body to a saved endpoint",
-            ),
-            ("log_weight", "Log your body weight each morning"),
-            ("scale_reading", "Read the weight on the bathroom scale"),
-        ]);
-        let idx = SearchIndex::new(&reg);
-        let q = "体重";
-        let body = idx.fit(q, 0).unwrap();
-        let unit = body.units.iter().find(|u| u.word == "体重").unwrap();
-        assert!(unit.cover > 0.0 && unit.cover < super::DIRECT, "{unit:?}");
-        assert!(!body.fits, "{}", body.reason());
-        for tool in [1, 2] {
-            let fit = idx.fit(q, tool).unwrap();
-            assert!(fit.fits, "{}: {}", reg.tools()[tool].name, fit.reason());
-        }
-        let loaded = activated(&reg, &idx, q);
-        assert!(loaded.contains(&"log_weight".to_string()), "{loaded:?}");
-        assert!(!loaded.contains(&"patch_request".to_string()), "{loaded:?}");
-    }
-}
+#[path = "fit_tests.rs"]
+mod tests;

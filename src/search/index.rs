@@ -6,8 +6,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::registry::Registry;
+use crate::terms::TermsFile;
 
 use super::corpus::{Corpus, FIELDS, NAME};
+use super::learned::{LearnedIndex, TermWords};
 
 /// Field weights and length-normalisation strengths, in field order
 /// (name, description, parameter names, parameter text).
@@ -44,12 +46,45 @@ pub struct SearchIndex {
     /// A word naming a server (see `Corpus::server_words`) -> the indexed
     /// tools of that server, in registry order.
     pub(super) servers: HashMap<Box<str>, Box<[u32]>>,
+    /// The learned terms of the indexed tools, when the policy names a terms
+    /// file (see `learned`).
+    pub(super) learned: Option<Arc<LearnedIndex>>,
 }
 
 impl SearchIndex {
     /// Indexes every tool of `registry`.
     pub fn new(registry: &Registry) -> SearchIndex {
-        SearchIndex::index(Arc::new(Corpus::new(registry)), &[])
+        SearchIndex::index(Arc::new(Corpus::new(registry)), &[], None)
+    }
+
+    /// Indexes every tool of `registry`, with the learned terms of `terms`
+    /// (a policy's terms file) where given: [`SearchIndex::with_terms`]
+    /// without counting the registry twice.
+    pub fn new_with_terms(registry: &Registry, terms: Option<&TermsFile>) -> SearchIndex {
+        let corpus = Corpus::new(registry);
+        let words = terms
+            .filter(|t| !t.is_empty())
+            .map(|t| Arc::new(TermWords::new(&corpus, t)));
+        SearchIndex::index(Arc::new(corpus), &[], words)
+    }
+
+    /// This index with the learned terms of `terms` (a policy's terms
+    /// file) as one more field of each tool, in place of any it had; the
+    /// registry's words are not read again. A term of a tool the registry
+    /// lacks is left out.
+    pub fn with_terms(&self, terms: &TermsFile) -> SearchIndex {
+        let words = (!terms.is_empty()).then(|| Arc::new(TermWords::new(&self.corpus, terms)));
+        SearchIndex::index(Arc::clone(&self.corpus), &[], words)
+    }
+
+    /// This index without learned terms.
+    pub fn without_terms(&self) -> SearchIndex {
+        SearchIndex::index(Arc::clone(&self.corpus), &[], None)
+    }
+
+    /// How many learned terms the indexed tools have.
+    pub fn learned_terms(&self) -> usize {
+        self.learned.as_ref().map_or(0, |l| l.len())
     }
 
     /// This index without the tools at the registry indices `hidden`, as if
@@ -59,10 +94,11 @@ impl SearchIndex {
     /// indices. The registry is not read again: the statistics are counted
     /// from the words this index already holds.
     pub fn without(&self, hidden: &[u32]) -> SearchIndex {
-        SearchIndex::index(Arc::clone(&self.corpus), hidden)
+        let words = self.learned.as_ref().map(|l| Arc::clone(&l.words));
+        SearchIndex::index(Arc::clone(&self.corpus), hidden, words)
     }
 
-    fn index(corpus: Arc<Corpus>, hidden: &[u32]) -> SearchIndex {
+    fn index(corpus: Arc<Corpus>, hidden: &[u32], words: Option<Arc<TermWords>>) -> SearchIndex {
         let tools = corpus.per_tool.len();
         let mut visible = vec![true; tools];
         for &i in hidden {
@@ -97,9 +133,15 @@ impl SearchIndex {
             })
             .collect();
 
-        let mut postings: Vec<Vec<Posting>> =
-            df.iter().map(|&d| Vec::with_capacity(d as usize)).collect();
-        let mut in_name = vec![false; df.len()];
+        // Words only learned terms have get ids past the corpus's, with no
+        // postings.
+        let extra = words.as_ref().map_or(0, |w| w.extra_text.len());
+        let mut postings: Vec<Vec<Posting>> = df
+            .iter()
+            .map(|&d| Vec::with_capacity(d as usize))
+            .chain(std::iter::repeat_with(Vec::new).take(extra))
+            .collect();
+        let mut in_name = vec![false; df.len() + extra];
         for i in shown() {
             let norm: [f32; FIELDS] = std::array::from_fn(|f| {
                 1.0 - FIELD_B[f] + FIELD_B[f] * corpus.lengths[i][f] as f32 / avg[f]
@@ -130,7 +172,17 @@ impl SearchIndex {
                 servers.entry(w.clone()).or_default().push(i as u32);
             }
         }
+        let rarest = (1.0 + (n + 0.5) / 0.5f32).ln();
+        let learned = words.map(|w| {
+            Arc::new(LearnedIndex::new(w, &visible, |id| {
+                match df.get(id as usize) {
+                    Some(&d) if d > 0 => idf[id as usize],
+                    _ => rarest,
+                }
+            }))
+        });
         SearchIndex {
+            learned,
             servers: servers
                 .into_iter()
                 .map(|(w, t)| (w, t.into_boxed_slice()))
@@ -143,7 +195,13 @@ impl SearchIndex {
 
     /// The id of `term` if an indexed tool has it.
     pub(super) fn term(&self, term: &str) -> Option<u32> {
-        let id = *self.corpus.terms.get(term)?;
-        (!self.postings[id as usize].is_empty()).then_some(id)
+        let learned = |id: u32| self.learned.as_ref().is_some_and(|l| l.has(id));
+        match self.corpus.terms.get(term) {
+            Some(&id) => (!self.postings[id as usize].is_empty() || learned(id)).then_some(id),
+            None => {
+                let id = *self.learned.as_ref()?.words.extra.get(term)?;
+                learned(id).then_some(id)
+            }
+        }
     }
 }

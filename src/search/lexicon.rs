@@ -153,6 +153,71 @@ pub(super) fn chinese(word: &str) -> Option<Vec<English>> {
     )
 }
 
+/// How many of a Chinese word's first glosses name it in the English to
+/// Chinese direction: a word that is only a late gloss (做法, `...; recipe`
+/// fourth) is not what the English word usually means.
+const REVERSE_GLOSSES: usize = 3;
+
+/// English stem -> the two-character Chinese words that CC-CEDICT glosses
+/// with that one word, among their first [`REVERSE_GLOSSES`] glosses (and
+/// their first [`CEDICT_WORDS`] words, so that each also gives the stem in
+/// the Chinese to English direction), as line offsets in [`CEDICT`]: those
+/// whose first gloss it is first, then those of fewer glosses, then in
+/// dictionary order. Built once, on the first English query word that asks.
+fn cedict_reverse() -> &'static HashMap<String, Vec<u32>> {
+    static INDEX: OnceLock<HashMap<String, Vec<u32>>> = OnceLock::new();
+    INDEX.get_or_init(|| {
+        // (position of the gloss, number of glosses, offset) per stem.
+        let mut by_stem: HashMap<String, Vec<(u8, u8, u32)>> = HashMap::new();
+        let mut stems = Vec::new();
+        for (offset, line) in lines(CEDICT) {
+            let Some((head, glosses)) = line.split_once('\t') else {
+                continue;
+            };
+            // One character has many senses, and three or more are no
+            // single index term (Chinese text is indexed by bigrams).
+            if head.chars().count() != 2 {
+                continue;
+            }
+            let count = glosses.split(';').count().min(u8::MAX as usize) as u8;
+            let mut words = 0usize;
+            for (position, gloss) in glosses.split(';').enumerate().take(REVERSE_GLOSSES) {
+                words += gloss.split_whitespace().count();
+                if words > CEDICT_WORDS {
+                    break;
+                }
+                stems.clear();
+                push_stems(&mut stems, gloss, "");
+                // A gloss of one content word: `recipe`, not `body weight`.
+                if let [stem] = stems.as_slice() {
+                    let list = by_stem.entry(stem.clone()).or_default();
+                    if !list.iter().any(|e| e.2 == offset) {
+                        list.push((position as u8, count, offset));
+                    }
+                }
+            }
+        }
+        by_stem
+            .into_iter()
+            .map(|(stem, mut list)| {
+                list.sort_unstable();
+                (stem, list.into_iter().map(|e| e.2).collect())
+            })
+            .collect()
+    })
+}
+
+/// The two-character Chinese words whose CC-CEDICT gloss is the English
+/// word whose stem is `stemmed`, the strongest first (see
+/// [`cedict_reverse`]).
+pub(super) fn chinese_for(stemmed: &str) -> impl Iterator<Item = &'static str> {
+    cedict_reverse()
+        .get(stemmed)
+        .into_iter()
+        .flatten()
+        .map(|&offset| headword(line_at(CEDICT, offset)))
+}
+
 /// Whether CC-CEDICT has the Chinese word `word`.
 pub(super) fn has_chinese(word: &str) -> bool {
     cedict_index()
@@ -245,6 +310,31 @@ mod tests {
         // derive, ..., to export (data)).
         assert!(has("导出", "export"));
         assert!(chinese("不是一个词").is_none());
+    }
+
+    #[test]
+    fn cedict_gives_chinese_for_english_main_glosses_first() {
+        let zh = |en: &str| chinese_for(&stem(en)).collect::<Vec<_>>();
+        // 菜谱 is `menu; recipe; cookbook`: recipe is one of its first glosses.
+        assert!(zh("recipe").contains(&"菜谱"), "{:?}", zh("recipe"));
+        // A first gloss comes before a later one: 天气 is `weather`, 天色
+        // `color of the sky; weather`.
+        let weather = zh("weather");
+        let at = |w: &str| weather.iter().position(|z| *z == w);
+        assert!(at("天气") < at("天色"), "{weather:?}");
+        // A late gloss, a two-word gloss and a word of one or of three
+        // characters give nothing: 做法 is recipe only fourth, 体重 is body
+        // weight, 自行车 three characters.
+        assert!(!zh("recipe").contains(&"做法"));
+        assert!(!zh("body").contains(&"体重"));
+        assert!(!zh("bicycle").contains(&"自行车"));
+        assert!(zh("recipe").iter().all(|z| z.chars().count() == 2));
+        // Each Chinese word given also gives the English word back.
+        for z in zh("delete") {
+            let back = chinese(z).expect("in the dictionary");
+            assert!(back.iter().any(|e| e.word == stem("delete")), "{z}");
+        }
+        assert_eq!(zh("zzzz").len(), 0);
     }
 
     #[test]

@@ -13,7 +13,9 @@
 //!    structure (`intent`, named servers, verbatim names) on top;
 //! 6. `fit`: which ranked tools a search activates, judged by what each
 //!    match is made of, and when nothing fits;
-//! 7. `explain`: one tool's score and fit taken apart.
+//! 7. `explain`: one tool's score and fit taken apart;
+//! 8. `learned`: the learned terms of a policy's terms file, matched as
+//!    phrases.
 //!
 //! The registry's words are read once per registry (`corpus`); the index
 //! over them is counted once, and once more per set of tools a context hides
@@ -26,6 +28,11 @@
 //! | description | 1.0 | the description |
 //! | parameter names | 0.4 | the keys of the schema's top-level `properties` |
 //! | parameter text | 0.15 | those properties' `description` strings and string `enum` values |
+//!
+//! A policy's terms file adds a fifth, the learned terms (2.0, between the
+//! name and the description), which counts only as whole phrases: a term
+//! adds to a tool's score, and makes it fit, only when the query covers
+//! most of it (`learned`).
 //!
 //! Words are lowercased, lightly stemmed (plurals, `-ing`, `-ed`, `-ly`,
 //! `-tion`, a final `e`, and a short list of irregular forms such as
@@ -62,7 +69,11 @@
 //! frequent senses and its derivations, and CC-CEDICT gives each Chinese word
 //! of the query (segmented longest-first) its English, used even where the
 //! registry has the Chinese word, since a tool may say it, or be named, in
-//! English. Both weigh less than the query's own words.
+//! English; the other way, an English word reaches the (at most three)
+//! two-character Chinese words of the registry that CC-CEDICT glosses with
+//! it, main glosses first (`recipe` -> 菜谱), so an English request finds a
+//! tool described only in Chinese. Both weigh less than the query's own
+//! words.
 //!
 //! The request's structure adds bonuses: a query naming a server (the word of
 //! an `mcp:<server>` source tag) prefers that server's tools, and a request
@@ -80,6 +91,7 @@ mod explain;
 mod fit;
 mod index;
 mod intent;
+mod learned;
 mod lexicon;
 mod query;
 mod rank;
@@ -88,9 +100,14 @@ mod tokenize;
 mod vocab;
 
 #[cfg(test)]
+mod learned_tests;
+#[cfg(test)]
+mod test_support;
+#[cfg(test)]
 mod tests;
 
 pub use explain::{Bonus, ConceptMatch, Explanation, TermMatch};
-pub use fit::{CLOSE_COVER, CLOSE_SCORE, Fit, Ranked, UnitCover};
+pub use fit::{CLOSE_COVER, CLOSE_SCORE, Fit, Ranked, TermFit, UnitCover};
 pub use index::SearchIndex;
+pub use learned::{TERM_COVER, TERM_WEIGHT};
 pub use query::Origin;

@@ -6,7 +6,7 @@ use std::cell::{Cell, RefCell};
 
 use super::index::SearchIndex;
 use super::lexicon;
-use super::shape::shape_hints;
+use super::shape::{is_file_type, shape_hints};
 use super::tokenize::{Piece, is_cjk_stopchar, is_stopword, scan, stem};
 use super::vocab::{QUESTION_WORDS, cjk_vocab, synonyms};
 
@@ -30,12 +30,21 @@ const FULL_SENSE_SHARE: f32 = 0.25;
 /// registry has the Chinese word too (a tool may say it in English, or name
 /// itself in English), and weighted under a direct match.
 pub(super) const W_CEDICT: f32 = 0.7;
+/// At most this many Chinese words an English query word reaches through
+/// CC-CEDICT (those the registry has, the strongest glosses first): a word
+/// that glosses many Chinese words (`set`, `check`) must not flood.
+const MAX_CEDICT_CHINESE: usize = 3;
+/// How many of an English word's Chinese words, strongest first, are
+/// looked up in the index.
+const CEDICT_CHINESE_LOOKUPS: usize = 24;
 /// The share of [`W_CEDICT`] a one-character word gets.
 const CEDICT_CHAR: f32 = 0.35;
 /// A word made only of digits (an issue number, a port, a count).
 const W_NUMBER: f32 = 0.25;
 /// What a query word's shape implies (`notes.txt` -> file, `https://..` -> url).
 const W_SHAPE: f32 = 0.6;
+/// What a file name's extension implies beyond a file (`.md` -> markdown).
+const W_SHAPE_TYPE: f32 = 0.3;
 /// What a question word asks for (`when` -> time).
 const W_QUESTION: f32 = 0.3;
 /// A query word that is the start of a name term (and no term itself).
@@ -70,6 +79,24 @@ pub(super) struct QueryTerm {
     pub(super) pair: [u32; 2],
 }
 
+impl QueryTerm {
+    /// How strongly a term of this origin and weight stands for its unit.
+    pub(super) fn strength(&self) -> f32 {
+        match self.origin {
+            // A CJK character alone, or a pair across a function character,
+            // weighs less than a word.
+            Origin::Word if self.weight < W_CJK_BIGRAM * 0.99 => 0.3,
+            Origin::Word | Origin::Joined => 1.0,
+            Origin::Vocabulary => 0.8,
+            Origin::Cedict if self.weight < W_CEDICT * 0.99 => 0.3,
+            Origin::Cedict | Origin::Chinese => 0.7,
+            Origin::Prefix => 0.6,
+            Origin::WordNet => 0.4,
+            Origin::Shape | Origin::Question | Origin::Plural => 0.0,
+        }
+    }
+}
+
 /// An empty slot of [`QueryTerm::pair`].
 pub(super) const NO_PAIR: u32 = u32::MAX;
 /// A word of [`QueryTerm::pair`] that no tool has.
@@ -88,6 +115,11 @@ pub(super) struct Unit {
     /// query's dictionary words) this unit is one of, numbered from 1; 0
     /// for none.
     pub(super) run: u32,
+    /// A word that names a file or a file type rather than what is asked:
+    /// a part of a file name, path or web address (`notes` and `md` of
+    /// `notes.md`), or a file-type word (`markdown`, `pdf`). It counts in
+    /// the query's cover, but a direct match on it alone makes no fit.
+    pub(super) weak: bool,
 }
 
 /// Where a query term came from, for [`SearchIndex::explain`].
@@ -104,6 +136,9 @@ pub enum Origin {
     WordNet,
     /// CC-CEDICT: the English of a Chinese word of the query.
     Cedict,
+    /// CC-CEDICT: a Chinese word whose gloss is an English word of the
+    /// query (`recipe` -> 菜谱).
+    Chinese,
     /// A name term the query word is the start of (`auth` -> `authenticated`).
     Prefix,
     /// What a word's shape implies (`notes.txt` -> file).
@@ -121,7 +156,7 @@ impl Origin {
             Origin::Joined => "joined",
             Origin::Vocabulary => "vocabulary",
             Origin::WordNet => "wordnet",
-            Origin::Cedict => "cedict",
+            Origin::Cedict | Origin::Chinese => "cedict",
             Origin::Prefix => "prefix",
             Origin::Shape => "shape",
             Origin::Question => "question",
@@ -163,6 +198,8 @@ impl SearchIndex {
         // The other words of the two-word glosses the terms pushed now come
         // from (see [`QueryTerm::pair`]).
         let gloss_pair = Cell::new([NO_PAIR; 2]);
+        let weak_words = weak_words(query);
+        let weak_word = Cell::new(false);
         let new_unit = |text: &str, run: u32| -> u32 {
             let mut units = units.borrow_mut();
             if units.len() >= MAX_QUERY_TERMS {
@@ -171,6 +208,7 @@ impl SearchIndex {
             units.push(Unit {
                 text: text.to_string(),
                 run,
+                weak: run == 0 && weak_word.get(),
             });
             units.len() as u32
         };
@@ -205,8 +243,11 @@ impl SearchIndex {
         for word in query.split_whitespace().take(MAX_QUERY_TERMS) {
             concept += 1;
             unit.set((NO_UNIT, NO_UNIT));
-            for hint in shape_hints(word) {
-                push(&stem(hint), W_SHAPE, concept, Origin::Shape);
+            for (k, hint) in shape_hints(word).into_iter().enumerate() {
+                // A file's type (`.md` -> markdown) says what the file is,
+                // rarely what to do with it: it weighs less than `file`.
+                let w = if k == 0 { W_SHAPE } else { W_SHAPE_TYPE };
+                push(&stem(hint), w, concept, Origin::Shape);
             }
         }
         let syn = synonyms();
@@ -216,8 +257,11 @@ impl SearchIndex {
         let mut runs = 0u32;
         // After `without`, the next content word is what the user does not want.
         let mut negated = false;
+        let mut word_piece = 0usize;
         scan(query, &mut |piece| match piece {
             Piece::Word { raw, parts } => {
+                weak_word.set(weak_words.get(word_piece).copied().unwrap_or(false));
+                word_piece += 1;
                 if raw == "without" {
                     negated = true;
                     previous = None;
@@ -296,6 +340,16 @@ impl SearchIndex {
                             push(t, w, concept, Origin::WordNet);
                         }
                     }
+                    // The Chinese words CC-CEDICT glosses with this word
+                    // (`recipe` -> 菜谱), weighed as the English of a Chinese
+                    // word is: a tool may be described only in Chinese.
+                    let chinese = lexicon::chinese_for(&s)
+                        .take(CEDICT_CHINESE_LOOKUPS)
+                        .filter(|zh| self.term(zh).is_some())
+                        .take(MAX_CEDICT_CHINESE);
+                    for zh in chinese {
+                        push(zh, W_CEDICT, concept, Origin::Chinese);
+                    }
                 }
                 let last_unit = units.borrow().len() as u32;
                 if let Some(prev) = previous.take() {
@@ -325,6 +379,7 @@ impl SearchIndex {
             }
             Piece::Cjk(run) => {
                 previous = None;
+                weak_word.set(false);
                 let mut s = String::new();
                 // The run's content units: its dictionary words, longest
                 // first from the left, and its other characters one by one;
@@ -506,6 +561,49 @@ impl SearchIndex {
             _ => [NO_PAIR; 2],
         }
     }
+}
+
+/// Which word pieces of the query (in [`scan`] order) name a file rather
+/// than what is asked (see [`Unit::weak`]): the pieces of a file name, path
+/// or web address (`notes.md`, `/tmp/x.csv`), and a file-type word that
+/// qualifies the next word (`the markdown notes`, `pdf files`). A file-type
+/// word on its own (`deploy this yaml`, `convert it to markdown`) is what
+/// is asked about, and stays a word like any other.
+pub(super) fn weak_words(query: &str) -> Vec<bool> {
+    // The pieces of the query are those of its whitespace-separated words
+    // in turn.
+    let mut weak = Vec::new();
+    for word in query.split_whitespace() {
+        let file = !shape_hints(word).is_empty();
+        scan(word, &mut |piece| {
+            if let Piece::Word { .. } = piece {
+                weak.push(file);
+            }
+        });
+    }
+    // Each word piece, and whether a break (or Chinese text) follows it.
+    let mut words: Vec<(String, bool)> = Vec::new();
+    scan(query, &mut |piece| match piece {
+        Piece::Word { raw, .. } => words.push((raw, false)),
+        _ => {
+            if let Some(last) = words.last_mut() {
+                last.1 = true;
+            }
+        }
+    });
+    for (i, (raw, broken)) in words.iter().enumerate() {
+        let qualifies = !broken
+            && words
+                .get(i + 1)
+                .is_some_and(|(next, _)| !is_stopword(&stem(next)) && !is_file_type(next));
+        if is_file_type(raw)
+            && qualifies
+            && let Some(w) = weak.get_mut(i)
+        {
+            *w = true;
+        }
+    }
+    weak
 }
 
 /// How much a WordNet expansion counts, from the share of the query word's

@@ -4,7 +4,8 @@
 
 use super::index::{NAME_FLAG, SearchIndex};
 use super::intent;
-use super::query::{MAX_QUERY_BYTES, MAX_QUERY_TERMS, QueryTerm, truncate};
+use super::learned::TermHit;
+use super::query::{MAX_QUERY_BYTES, MAX_QUERY_TERMS, Origin, QueryTerm, truncate};
 use super::tokenize;
 
 /// Within one concept (a query word with its expansions) a tool scores its
@@ -43,18 +44,39 @@ impl SearchIndex {
     pub fn rank(&self, query: &str, eligible: impl Fn(usize) -> bool) -> Vec<usize> {
         let trimmed = truncate(query, MAX_QUERY_BYTES).trim();
         let mut terms = self.query_terms(trimmed);
-        self.rank_scored(trimmed, &mut terms, eligible)
+        let hits = self.term_hits(&terms);
+        self.rank_scored(trimmed, &mut terms, &hits, eligible)
             .into_iter()
             .map(|(i, _)| i)
             .collect()
     }
 
-    /// [`SearchIndex::rank`] on the query's terms, with each tool's score (a
-    /// query equal to a tool's name gives that tool an infinite one).
+    /// The learned terms the query covers, the best of each tool, by tool
+    /// (see `learned`).
+    pub(super) fn term_hits(&self, terms: &[QueryTerm]) -> Vec<(u32, TermHit)> {
+        let Some(learned) = &self.learned else {
+            return Vec::new();
+        };
+        // The query's own words (a Chinese character or pair too) cover a
+        // term's words in full; an expansion as strongly as fitting counts
+        // it.
+        learned.hits(terms.iter().map(|t| {
+            let credit = match t.origin {
+                Origin::Word | Origin::Joined => 1.0,
+                _ => t.strength(),
+            };
+            (t.id, credit)
+        }))
+    }
+
+    /// [`SearchIndex::rank`] on the query's terms and the learned terms it
+    /// covers, with each tool's score (a query equal to a tool's name gives
+    /// that tool an infinite one).
     pub(super) fn rank_scored(
         &self,
         trimmed: &str,
         terms: &mut [QueryTerm],
+        hits: &[(u32, TermHit)],
         eligible: impl Fn(usize) -> bool,
     ) -> Vec<(usize, f32)> {
         if trimmed.is_empty() || self.corpus.tools.is_empty() {
@@ -111,16 +133,18 @@ impl SearchIndex {
             local.clear();
         }
 
+        // A learned term the query covers counts as a field would, once.
         // A query that names a server prefers that server's tools, and a
         // tool the query names verbatim comes first.
-        let bonuses = self
-            .named_servers(trimmed)
-            .into_iter()
-            .flat_map(|(_, tools)| tools.iter().map(|&i| (i, SERVER_BONUS)))
-            .chain(
-                self.verbatim_names(trimmed)
-                    .map(|i| (i, VERBATIM_NAME_BONUS)),
-            );
+        let bonuses = hits.iter().map(|(i, h)| (*i, h.score)).chain(
+            self.named_servers(trimmed)
+                .into_iter()
+                .flat_map(|(_, tools)| tools.iter().map(|&i| (i, SERVER_BONUS)))
+                .chain(
+                    self.verbatim_names(trimmed)
+                        .map(|i| (i, VERBATIM_NAME_BONUS)),
+                ),
+        );
         for (i, bonus) in bonuses {
             let a = &mut acc[i as usize];
             if a.score == 0.0 {

@@ -41,6 +41,20 @@ const EXTENSIONS: &[(&str, &str)] = &[
     ("zip", ""),
 ];
 
+/// Words that name a file type: in a request that asks for something else
+/// (`read the notes in notes.md and mail them`), they say what the file is,
+/// not what to do with it. Extensions that are also ordinary words (`log`,
+/// `lock`, `go`) are not among them.
+const FILE_TYPES: &[&str] = &[
+    "csv", "doc", "docx", "gif", "htm", "html", "jpeg", "jpg", "json", "markdown", "md", "pdf",
+    "png", "ppt", "pptx", "svg", "toml", "tsv", "txt", "webp", "xls", "xlsx", "xml", "yaml", "yml",
+];
+
+/// Whether `word` (lowercase) names a file type (`pdf`, `markdown`).
+pub(super) fn is_file_type(word: &str) -> bool {
+    FILE_TYPES.binary_search(&word).is_ok()
+}
+
 /// Top-level domains that make `name.tld` a web address rather than a file.
 const DOMAINS: &[&str] = &[
     "ai", "app", "cn", "co", "com", "de", "dev", "edu", "gov", "io", "jp", "net", "org", "uk",

@@ -2,6 +2,7 @@
 
 use super::query::W_CEDICT;
 use super::shape::shape_hints;
+use super::test_support::{activated, registry};
 use super::*;
 use crate::registry::{Registry, Tool};
 use serde_json::{Value, json};
@@ -15,16 +16,6 @@ fn tool(name: &str, description: &str, params: Value) -> Tool {
         defer_loading: false,
         ..Default::default()
     }
-}
-
-fn registry(tools: &[(&str, &str)]) -> Registry {
-    Registry::new(
-        tools
-            .iter()
-            .map(|(n, d)| tool(n, d, json!({"type": "object", "properties": {}})))
-            .collect(),
-    )
-    .unwrap()
 }
 
 fn names(reg: &Registry, idx: &SearchIndex, q: &str) -> Vec<String> {
@@ -342,4 +333,54 @@ fn a_request_to_see_prefers_the_reading_sibling() {
 fn index_is_send_and_sync() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<SearchIndex>();
+}
+
+#[test]
+fn an_english_request_finds_a_tool_described_in_chinese() {
+    let reg = registry(&[
+        ("tool_a", "查询菜谱"),
+        ("tool_b", "查询城市天气"),
+        ("tool_c", "删除文件"),
+    ]);
+    let idx = SearchIndex::new(&reg);
+    assert_eq!(names(&reg, &idx, "find a recipe"), ["tool_a"]);
+    assert_eq!(activated(&reg, &idx, "recipes"), ["tool_a"]);
+    assert_eq!(activated(&reg, &idx, "the weather"), ["tool_b"]);
+    assert_eq!(activated(&reg, &idx, "delete the file"), ["tool_c"]);
+    // A request none of them serves loads nothing.
+    assert!(activated(&reg, &idx, "book a flight to Tokyo").is_empty());
+    assert!(activated(&reg, &idx, "set the thermostat to 21 degrees").is_empty());
+}
+
+#[test]
+fn file_names_and_file_types_that_qualify_a_word_are_weak() {
+    let weak = |q: &str| super::query::weak_words(q);
+    // read, notes, notes, md: the pieces of `notes.md` name a file.
+    assert_eq!(weak("read notes.md"), [false, true, true]);
+    assert_eq!(
+        weak("copy /tmp/x.csv now"),
+        [false, true, true, true, false]
+    );
+    // `markdown` qualifies `notes`; `yaml` and `pdf` stand on their own.
+    assert_eq!(weak("move the markdown notes"), [false, false, true, false]);
+    assert_eq!(weak("deploy this yaml to the cluster"), [false; 6]);
+    assert_eq!(weak("save the page as a pdf"), [false; 6]);
+}
+
+#[test]
+fn a_file_name_alone_does_not_make_a_format_tool_fit() {
+    let reg = registry(&[
+        ("convert_report", "Convert a report to markdown"),
+        ("send_email", "Send an email to a person"),
+        ("read_file", "Read a file"),
+    ]);
+    let idx = SearchIndex::new(&reg);
+    let found = activated(&reg, &idx, "read report.md and email a summary to bob");
+    assert!(found.contains(&"send_email".to_string()), "{found:?}");
+    assert!(!found.contains(&"convert_report".to_string()), "{found:?}");
+    // Asked for, the format still fits.
+    assert_eq!(
+        activated(&reg, &idx, "convert the report to markdown"),
+        ["convert_report"]
+    );
 }

@@ -86,6 +86,25 @@ fn engine(policy: &str, registry: Registry) -> Engine {
     )
 }
 
+/// [`engine`], the policy with learned terms: each tool of the registry
+/// gets the words `term` picks for it (by its place), the registry's
+/// hidden tools too.
+fn engine_with_terms(policy: &str, registry: Registry, term: &[Vec<usize>]) -> Engine {
+    let mut file = toolpolicy::terms::TermsFile::new();
+    for (i, t) in registry.tools().iter().enumerate() {
+        let Some(words) = term.get(i % term.len().max(1)).filter(|w| !w.is_empty()) else {
+            continue;
+        };
+        let words: Vec<&str> = words.iter().map(|&w| WORDS[w]).collect();
+        file.teach(&t.name, &words.join(" "), 2);
+    }
+    let mut policy = Policy::parse("p", format!("terms = \"t.toml\"\n{policy}")).expect("policy");
+    if let Some(setting) = &mut policy.terms {
+        setting.file = Some(std::sync::Arc::new(file));
+    }
+    Engine::new(policy, registry, SkillList::default())
+}
+
 fn search(e: &Engine, ctx: &Context, query: &str, names: &[String]) -> ActivationResult {
     let mut s = e.session(ctx.clone()).expect("context");
     s.search(e, query, names).expect("search")
@@ -131,6 +150,48 @@ proptest! {
         prop_assert_eq!(
             search(&with, &ctx, &query, &names),
             search(&without, &ctx, &query, &names),
+            "query {:?}", query
+        );
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+    /// Learned terms of hidden tools are never searched: with terms for
+    /// every tool, a search answers as it does when the hidden tools, and
+    /// their terms, are absent.
+    #[test]
+    fn learned_terms_of_hidden_tools_are_never_searched(
+        visible in prop::collection::vec(spec(), 1..6),
+        hidden in prop::collection::vec(spec(), 1..5),
+        query in prop::collection::vec(0..WORDS.len(), 1..4),
+        terms in prop::collection::vec(prop::collection::vec(0..WORDS.len(), 0..4), 1..6),
+    ) {
+        let visible: Vec<Spec> =
+            visible.into_iter().map(|(i, w, p)| (i % VISIBLE.len(), w, p)).collect();
+        let hidden: Vec<Spec> =
+            hidden.into_iter().map(|(i, w, p)| (i % HIDDEN.len(), w, p)).collect();
+        let policy = "Defer(*)\nHide(h_*)\n";
+        let full = registry(&visible, &hidden);
+        let shown = registry(&visible, &[]);
+        // The same terms for the same visible tools in both: by name.
+        let pick = |r: &Registry| -> Vec<Vec<usize>> {
+            r.tools()
+                .iter()
+                .map(|t| {
+                    let k = VISIBLE.iter().chain(&HIDDEN).position(|n| *n == t.name).unwrap_or(0);
+                    terms[k % terms.len()].clone()
+                })
+                .collect()
+        };
+        let with = engine_with_terms(policy, full.clone(), &pick(&full));
+        let without = engine_with_terms(policy, shown.clone(), &pick(&shown));
+        let query: Vec<&str> = query.iter().map(|&w| WORDS[w]).collect();
+        let query = query.join(" ");
+        let ctx = Context::default();
+        prop_assert_eq!(
+            search(&with, &ctx, &query, &[]),
+            search(&without, &ctx, &query, &[]),
             "query {:?}", query
         );
     }
