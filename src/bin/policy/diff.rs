@@ -1,196 +1,342 @@
-//! A unified diff of two texts by lines, for `policy fmt --check`.
+//! `policy diff OLD NEW --registry F [--skills F] [--format human|json]
+//! [--fail-on-widening]`
 //!
-//! The lines are compared with `similar`'s Myers diff, which works in space
-//! linear in the texts: a table of every line of one text against every line
-//! of the other took 3.5 GB for a 30,000-line file. Only the rendering is
-//! ours, so the output keeps the shape `fmt --check` always had (hunk ranges
-//! as `start,count` even for one line, removed lines red, added ones green).
+//! What a change of policy changes: every tool and skill decided under both
+//! policies in every context they can be asked in, and only what differs
+//! (`toolpolicy::diff`). Exit 0 whatever changed; 1 with
+//! `--fail-on-widening` when anything is more exposed under NEW; 2 when a
+//! policy does not load (its diagnostics printed as `check` prints them) or
+//! on any other error.
 
-use std::collections::HashSet;
 use std::fmt::Write as _;
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
+use std::process::ExitCode;
 
-use similar::{Algorithm, ChangeTag, DiffOp};
 use toolpolicy::chars::escape;
+use toolpolicy::diff::audit::{Found, Replay, Replayer};
+use toolpolicy::diff::{Change, Diff, describe};
+use toolpolicy::explain::Cause;
+use toolpolicy::{Policy, SkillList};
 
-/// Lines of context around each change.
-const CONTEXT: usize = 3;
+use crate::common::{self, CliError, Format};
 
-/// How long the search for the smallest diff may take. Past it, what is left
-/// is shown as removed and added whole: still a correct diff, only a longer
-/// one, and only for files of tens of thousands of lines moved around.
-const DEADLINE: Duration = Duration::from_secs(2);
-
-/// The lines the two texts keep in common, as `(old, new)` indices, in order.
-///
-/// A line that only one text has cannot be among them, so such lines are
-/// left out before the search (as GNU diff does): reformatting changes most
-/// lines of a file, and the search then works on the few that can match
-/// instead of taking time in the square of the changes.
-fn common(a: &[&str], b: &[&str]) -> Vec<(usize, usize)> {
-    let (ia, ka) = shared(a, b);
-    let (ib, kb) = shared(b, a);
-    let deadline = Instant::now().checked_add(DEADLINE);
-    let mut pairs = Vec::new();
-    for op in similar::capture_diff_slices_deadline(Algorithm::Myers, &ka, &kb, deadline) {
-        if let DiffOp::Equal {
-            old_index,
-            new_index,
-            len,
-        } = op
-        {
-            pairs.extend((0..len).map(|k| (ia[old_index + k], ib[new_index + k])));
-        }
-    }
-    pairs
+#[derive(clap::Args)]
+pub struct Args {
+    /// The policy as it was
+    old: PathBuf,
+    /// The policy as it would be
+    new: PathBuf,
+    /// The tool registry (JSON) whose tools are decided
+    #[arg(long)]
+    registry: PathBuf,
+    /// The skill list (JSON) whose skills are decided
+    #[arg(long)]
+    skills: Option<PathBuf>,
+    /// Audit logs whose sessions are replayed against NEW: the calls it would
+    /// refuse, and the first turns' tools it would defer, hide or declare
+    #[arg(long, num_args = 1.., value_name = "LOG")]
+    audit: Vec<PathBuf>,
+    /// Exit 1 when anything is more exposed under NEW than under OLD (for a
+    /// pull-request check)
+    #[arg(long)]
+    fail_on_widening: bool,
+    /// Output format
+    #[arg(long, value_enum, default_value_t)]
+    format: Format,
 }
 
-/// The lines of `lines` that `other` has too, with their indices.
-fn shared<'a>(lines: &[&'a str], other: &[&str]) -> (Vec<usize>, Vec<&'a str>) {
-    let other: HashSet<&str> = other.iter().copied().collect();
-    (0..lines.len())
-        .filter(|&i| other.contains(lines[i]))
-        .map(|i| (i, lines[i]))
-        .unzip()
-}
+/// How many contexts a change lists before it says how many more.
+const CONTEXTS_SHOWN: usize = 6;
 
-/// The diff of `a` and `b` as runs of equal, removed and added lines.
-fn ops(a: &[&str], b: &[&str]) -> Vec<DiffOp> {
-    let mut out: Vec<DiffOp> = Vec::new();
-    let (mut i, mut j) = (0, 0);
-    for (pi, pj) in common(a, b).into_iter().chain([(a.len(), b.len())]) {
-        if pi > i {
-            out.push(DiffOp::Delete {
-                old_index: i,
-                old_len: pi - i,
-                new_index: j,
-            });
+pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    let load = |path: &PathBuf| match common::load_policy(path, args.format) {
+        // The diagnostics are printed; a policy that does not load is an
+        // error of the diff, not a finding.
+        Err(CliError::Reported) => Err(ExitCode::from(2)),
+        Err(e) => {
+            eprintln!("{}", escape(&e.to_string()));
+            Err(ExitCode::from(2))
         }
-        if pj > j {
-            out.push(DiffOp::Insert {
-                old_index: pi,
-                new_index: j,
-                new_len: pj - j,
-            });
-        }
-        if pi == a.len() {
-            break;
-        }
-        match out.last_mut() {
-            Some(DiffOp::Equal { len, .. }) if pi == i && pj == j => *len += 1,
-            _ => out.push(DiffOp::Equal {
-                old_index: pi,
-                new_index: pj,
-                len: 1,
-            }),
-        }
-        (i, j) = (pi + 1, pj + 1);
-    }
-    out
-}
-
-/// The lines of `text` as the parser and the diagnostics count them (a lone
-/// `\r` ends one too, so hunk ranges name the lines `check` would), each
-/// escaped for the terminal with any line break but `\n` shown: a change of
-/// line breaks alone shows in the diff.
-fn display_lines(text: &str) -> Vec<String> {
-    let mut starts = toolpolicy::diag::line_starts(text);
-    starts.push(text.len());
-    starts
-        .windows(2)
-        .filter(|w| w[0] < w[1])
-        .map(|w| {
-            let line = &text[w[0]..w[1]];
-            escape(line.strip_suffix('\n').unwrap_or(line)).into_owned()
-        })
-        .collect()
-}
-
-/// `--- name` / `+++ name (formatted)` and hunks with three lines of context;
-/// empty when the texts are equal. `color` paints removed lines red and
-/// added ones green.
-pub fn unified(name: &str, old: &str, new: &str, color: bool) -> String {
-    if old == new {
-        return String::new();
-    }
-    let (a, b) = (display_lines(old), display_lines(new));
-    let (a, b): (Vec<&str>, Vec<&str>) = (
-        a.iter().map(String::as_str).collect(),
-        b.iter().map(String::as_str).collect(),
-    );
-    let ops = ops(&a, &b);
-    let paint = |code: &str, sign: char, line: &str| {
-        if color {
-            format!("\x1b[{code}m{sign}{line}\x1b[0m")
-        } else {
-            format!("{sign}{line}")
-        }
+        Ok(p) => Ok(p),
     };
+    let (old, new) = match (load(&args.old), load(&args.new)) {
+        (Ok(o), Ok(n)) => (o, n),
+        (Err(code), _) | (_, Err(code)) => return Ok(code),
+    };
+    let registry = common::load_registry(Some(&args.registry))?.unwrap_or_default();
+    let skills = common::load_skills(args.skills.as_deref())?.unwrap_or_else(SkillList::default);
+    let d = toolpolicy::diff::diff(&old, &new, &registry, &skills);
+    let replay = if args.audit.is_empty() {
+        None
+    } else {
+        Some(replay(&args.audit, &new, &registry)?)
+    };
+    if args.format == Format::Json {
+        let mut doc = serde_json::to_value(&d).map_err(|e| CliError::Usage(e.to_string()))?;
+        if let (Some(obj), Some(r)) = (doc.as_object_mut(), &replay) {
+            obj.insert(
+                "audit".into(),
+                serde_json::to_value(r).map_err(|e| CliError::Usage(e.to_string()))?,
+            );
+        }
+        common::print_json(&doc)?;
+    } else {
+        let mut out = human(&d, &old, &new);
+        if let Some(r) = &replay {
+            replay_human(&mut out, r);
+        }
+        print!("{}", escape(&out));
+    }
+    Ok(if args.fail_on_widening && d.widening {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn contexts_line(c: &Change) -> String {
+    let mut words: Vec<String> = c
+        .contexts
+        .iter()
+        .take(CONTEXTS_SHOWN)
+        .map(describe)
+        .collect();
+    if c.contexts.len() > CONTEXTS_SHOWN {
+        words.push(format!("{} more", c.contexts.len() - CONTEXTS_SHOWN));
+    }
+    words.join("; ")
+}
+
+fn cause_lines(out: &mut String, label: &str, policy: &Policy, cause: &Cause) {
+    match &cause.rule {
+        Some(r) => {
+            let _ = writeln!(out, "  {label}: {} (`{}`)", cause.kind, r.text);
+            crate::explain::caret(out, policy, r, cause.selector.as_ref());
+        }
+        None => {
+            let _ = writeln!(out, "  {label}: {} (no statement)", cause.kind);
+        }
+    }
+}
+
+/// The human form: the widening groups first, each change with its items,
+/// contexts and both deciding statements; then settings, locks, contexts
+/// only one policy accepts, and tokens.
+pub fn human(d: &Diff, old: &Policy, new: &Policy) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "--- {name}");
-    let _ = writeln!(out, "+++ {name} (formatted)");
-    for hunk in similar::group_diff_ops(ops, CONTEXT) {
-        let (Some(first), Some(last)) = (hunk.first(), hunk.last()) else {
-            continue;
+    let _ = writeln!(out, "{} → {}", d.old, d.new);
+    let mut compared = format!("{} contexts compared", d.contexts.compared);
+    if d.contexts.left_out > 0 {
+        compared += &format!(
+            ", {} left out (at most {} are compared)",
+            d.contexts.left_out, d.contexts.bound
+        );
+    }
+    let _ = writeln!(out, "{compared}\n");
+    if d.unchanged {
+        let _ = writeln!(
+            out,
+            "no change: every item is decided as before in every context"
+        );
+        return out;
+    }
+    if d.settings_only {
+        let _ = writeln!(
+            out,
+            "settings only: no item changes exposure in any context\n"
+        );
+    }
+    for g in &d.groups {
+        let mark = if g.widening { "WIDENS " } else { "" };
+        let n: usize = g.changes.iter().map(|c| c.items.len()).sum();
+        let what = if g.kind == "skill" { "skill" } else { "tool" };
+        let _ = writeln!(
+            out,
+            "{mark}{}: {n} {what}{}",
+            g.change,
+            if n == 1 { "" } else { "s" }
+        );
+        for c in &g.changes {
+            let _ = writeln!(out, "- {}", c.items.join(", "));
+            let _ = writeln!(out, "  in: {}", contexts_line(c));
+            cause_lines(&mut out, "new", new, &c.new);
+            cause_lines(&mut out, "old", old, &c.old);
+        }
+        out.push('\n');
+    }
+    if !d.locks.unlocked.is_empty() || !d.locks.locked.is_empty() {
+        if !d.locks.unlocked.is_empty() {
+            let _ = writeln!(
+                out,
+                "locked → unlocked (NEW's lock does not hold their definitions: they follow its `unlocked`): {}",
+                d.locks.unlocked.join(", ")
+            );
+        }
+        if !d.locks.locked.is_empty() {
+            let _ = writeln!(
+                out,
+                "unlocked → locked (no longer held back: NEW's lock holds them, or NEW has none): {}",
+                d.locks.locked.join(", ")
+            );
+        }
+        out.push('\n');
+    }
+    for c in &d.one_sided {
+        let (mark, only) = match c.accepted_by {
+            "new" if c.declared + c.deferred > 0 => ("WIDENS ", "only NEW"),
+            "new" => ("", "only NEW"),
+            _ => ("", "only OLD"),
         };
-        let (la, lb) = (first.old_range().start, first.new_range().start);
-        let (na, nb) = (last.old_range().end - la, last.new_range().end - lb);
-        let _ = writeln!(out, "@@ -{},{na} +{},{nb} @@", la + 1, lb + 1);
-        for op in &hunk {
-            for change in op.iter_changes(&a, &b) {
-                let line = change.value();
-                let _ = match change.tag() {
-                    ChangeTag::Equal => writeln!(out, " {line}"),
-                    ChangeTag::Delete => writeln!(out, "{}", paint("31", '-', line)),
-                    ChangeTag::Insert => writeln!(out, "{}", paint("32", '+', line)),
-                };
-            }
+        let _ = writeln!(
+            out,
+            "{mark}{only} accepts {}: {} declared, {} deferred, {} hidden there; the other says: {}",
+            describe(&c.context),
+            c.declared,
+            c.deferred,
+            c.hidden,
+            c.error
+        );
+    }
+    if !d.one_sided.is_empty() {
+        out.push('\n');
+    }
+    for s in &d.settings {
+        let at = |r: &Option<toolpolicy::explain::RuleRef>| {
+            r.as_ref()
+                .map_or("default".to_string(), |r| format!("{}:{}", r.file, r.line))
+        };
+        let contexts = if s.contexts.is_empty() {
+            "every context".to_string()
+        } else if s.contexts.len() > CONTEXTS_SHOWN {
+            format!("{} contexts", s.contexts.len())
+        } else {
+            s.contexts
+                .iter()
+                .map(describe)
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        let _ = writeln!(
+            out,
+            "setting {}: {} ({}) → {} ({}) in {contexts}",
+            s.key,
+            s.old,
+            at(&s.old_from),
+            s.new,
+            at(&s.new_from)
+        );
+    }
+    if !d.settings.is_empty() {
+        out.push('\n');
+    }
+    let changed: Vec<_> = d.tokens.iter().filter(|t| t.changed).collect();
+    if !changed.is_empty() {
+        let _ = writeln!(out, "first-turn tokens (declared + catalog + skills):");
+        for t in &changed {
+            let delta = t.new.total as i64 - t.old.total as i64;
+            let _ = writeln!(
+                out,
+                "  {}: {} → {} ({delta:+})",
+                describe(&t.context),
+                t.old.total,
+                t.new.total
+            );
+        }
+        let same = d.tokens.len() - changed.len();
+        if same > 0 {
+            let _ = writeln!(out, "  {same} other contexts: unchanged");
         }
     }
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hunks_with_context() {
-        let old = "a\nb\nc\nd\ne\nf\ng\nh\ni\nj\n";
-        let new = "a\nB\nc\nd\ne\nf\ng\nh\ni\nj\nk\n";
-        assert_eq!(
-            unified("p", old, new, false),
-            "--- p\n+++ p (formatted)\n@@ -1,5 +1,5 @@\n a\n-b\n+B\n c\n d\n e\n@@ -8,3 +8,4 @@\n h\n i\n j\n+k\n"
-        );
-        assert_eq!(unified("p", old, old, false), "");
+/// The logs' sessions replayed against NEW, its registry held to its lock.
+fn replay(
+    logs: &[PathBuf],
+    new: &Policy,
+    registry: &toolpolicy::Registry,
+) -> Result<Replay, CliError> {
+    let mut registry = registry.clone();
+    toolpolicy::lock::mark(&mut registry, new);
+    let mut r = Replayer::new(new, &registry);
+    let mut bad = 0usize;
+    toolpolicy::audit::read::read_logs(logs, |line| match line {
+        toolpolicy::audit::read::Line::Event(logged) => r.read(&logged.event),
+        toolpolicy::audit::read::Line::Bad(_) => bad += 1,
+    })
+    .map_err(|e| CliError::Io(e.path, e.error))?;
+    if bad > 0 {
+        eprintln!("warning: {bad} log lines are not events and were skipped");
     }
+    Ok(r.finish())
+}
 
-    /// A lone `\r` breaks a line for the diff as it does for the parser, and
-    /// shows where it changes.
-    #[test]
-    fn a_lone_carriage_return_breaks_a_line() {
-        assert_eq!(
-            unified(
-                "p",
-                "Defer(x) # c\rNoDefer(y)\n",
-                "Defer(x)  # c\nNoDefer(y)\n",
-                false
-            ),
-            "--- p\n+++ p (formatted)\n@@ -1,2 +1,2 @@\n-Defer(x) # c\\u{d}\n+Defer(x)  # c\n NoDefer(y)\n"
+fn replay_human(out: &mut String, r: &Replay) {
+    let _ = writeln!(
+        out,
+        "\nthe logs replayed against NEW: {} sessions, {} events",
+        r.sessions, r.events
+    );
+    let kinds: [(&str, &Found); 5] = [
+        ("calls NEW would refuse", &r.refused_calls),
+        (
+            "declared at a first turn, deferred under NEW",
+            &r.declared_now_deferred,
+        ),
+        (
+            "declared at a first turn, hidden under NEW",
+            &r.declared_now_hidden,
+        ),
+        (
+            "not declared at a first turn, declared under NEW",
+            &r.now_declared,
+        ),
+        ("sessions in a context NEW refuses", &r.refused_contexts),
+    ];
+    let searches = &r.searches_differ;
+    let _ = writeln!(
+        out,
+        "  searches whose activations NEW changes: {} of {} replayed",
+        searches.count, searches.replayed
+    );
+    for e in &searches.examples {
+        let asked = if e.query.is_empty() {
+            format!("names {}", e.names.join(", "))
+        } else {
+            format!("`{}`", e.query)
+        };
+        let list = |v: &[String]| {
+            if v.is_empty() {
+                "nothing".to_string()
+            } else {
+                v.join(", ")
+            }
+        };
+        let _ = writeln!(
+            out,
+            "    - {asked} (session {}): {} -> {}",
+            e.session,
+            list(&e.logged),
+            list(&e.new)
         );
     }
-
-    /// Every line changed in a file of 50,000 lines: a table of lines by lines
-    /// would need 10 GB; the diff must stay small and list every line once.
-    #[test]
-    fn large_files_diff_in_linear_space() {
-        let n = 50_000;
-        let old: String = (0..n).map(|i| format!("nodefer( t{i} )\n")).collect();
-        let new: String = (0..n).map(|i| format!("NoDefer(t{i})\n")).collect();
-        let diff = unified("p", &old, &new, false);
-        let removed = diff.lines().filter(|l| l.starts_with("-n")).count();
-        let added = diff.lines().filter(|l| l.starts_with("+N")).count();
-        assert_eq!((removed, added), (n, n));
-        assert!(diff.contains(&format!("@@ -1,{n} +1,{n} @@")));
+    for (what, found) in kinds {
+        let _ = writeln!(out, "  {what}: {}", found.count);
+        for e in &found.examples {
+            let ctx = e.context.to_context();
+            let rule = e
+                .cause
+                .as_ref()
+                .and_then(|c| c.rule.as_ref())
+                .map(|r| format!(" by `{}` at {}:{}:{}", r.text, r.file, r.line, r.column))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "    - `{}` (session {}, {}){rule}",
+                e.tool,
+                e.session,
+                describe(&ctx)
+            );
+        }
     }
 }

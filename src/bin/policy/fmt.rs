@@ -130,7 +130,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                 let color = args.format == Format::Human && common::color();
                 print!(
                     "{}",
-                    crate::diff::unified(&escape(&name), &text, &formatted, color)
+                    crate::line_diff::unified(&escape(&name), &text, &formatted, color)
                 );
             }
             Status::WouldReformat

@@ -37,6 +37,7 @@ use std::process::ExitCode;
 
 use serde::Deserialize;
 use serde::Serialize;
+use toolpolicy::coverage::{Coverage, Tally};
 use toolpolicy::decision::{CauseKind, Exposure};
 use toolpolicy::diag::SourceFile;
 use toolpolicy::explain::rule_ref;
@@ -63,7 +64,9 @@ an item no registry describes. With a registry, a case whose item is not in it
 (and that gives none of those) fails, naming the closest tools. Every problem
 of a file is reported at once, and its other cases still run. Ends with
 `N passed, N failed` (and `N not run`); exits 1 on a failure, 2 on a bad
-file or case."
+file or case. With `--coverage`, then names each rule (and selector) that
+decides no case, and the share of rules that do; `--min-coverage P` exits 1
+under P percent."
 )]
 pub struct Args {
     /// Expectation files, or folders holding `*.test.toml` files
@@ -72,6 +75,12 @@ pub struct Args {
     /// Also list the cases that pass
     #[arg(long, short)]
     verbose: bool,
+    /// After the cases: the rules (and selectors) of each policy that decide no case, and the share that do
+    #[arg(long)]
+    coverage: bool,
+    /// With `--coverage` implied: exit 1 when fewer than P percent of the rules of all files decide a case
+    #[arg(long, value_name = "P")]
+    min_coverage: Option<f64>,
     /// Output format
     #[arg(long, value_enum, default_value_t)]
     format: Format,
@@ -179,6 +188,8 @@ struct FileRun {
     problems: Vec<String>,
     reports: Vec<CaseReport>,
     not_run: usize,
+    /// Which rules decided a case, when the policy loaded.
+    coverage: Option<Coverage>,
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
@@ -189,6 +200,14 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let mut reports = Vec::new();
     let mut problems = Vec::new();
     let mut not_run = 0;
+    let mut coverage: Vec<Coverage> = Vec::new();
+    if let Some(p) = args.min_coverage
+        && !(0.0..=100.0).contains(&p)
+    {
+        return Err(CliError::Usage(format!(
+            "`--min-coverage {p}` is not a percentage from 0 to 100"
+        )));
+    }
     // A file with problems, or one that cannot be used at all, is reported
     // and the run goes on: one run shows everything there is to fix.
     let mut refused = false;
@@ -211,6 +230,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                 problems.extend(run.problems);
                 reports.extend(run.reports);
                 not_run += run.not_run;
+                coverage.extend(run.coverage);
             }
             Err(CliError::Reported) => refused = true,
             Err(e) => {
@@ -222,14 +242,25 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     }
     let passed = reports.iter().filter(|r| r.passed).count();
     let failed = reports.len() - passed;
+    let with_coverage = args.coverage || args.min_coverage.is_some();
+    let total = crate::coverage::total(&coverage);
+    let under = args.min_coverage.is_some_and(|p| total < p);
     if args.format == Format::Json {
-        common::print_json(&serde_json::json!({
+        let mut doc = serde_json::json!({
             "cases": reports,
             "passed": passed,
             "failed": failed,
             "not_run": not_run,
             "problems": problems,
-        }))?;
+        });
+        if with_coverage {
+            doc["coverage"] = serde_json::json!({
+                "files": coverage,
+                "percent": total,
+                "min": args.min_coverage,
+            });
+        }
+        common::print_json(&doc)?;
     } else {
         let mut out = String::new();
         for r in &reports {
@@ -242,11 +273,14 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             out += &format!(", {not_run} not run");
         }
         out += "\n";
+        if with_coverage {
+            crate::coverage::human(&mut out, &coverage, total, args.min_coverage);
+        }
         print!("{}", toolpolicy::chars::escape(&out));
     }
     Ok(if refused {
         ExitCode::from(2)
-    } else if failed > 0 {
+    } else if failed > 0 || under {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
@@ -451,6 +485,7 @@ fn run_file(file: &Path, format: Format) -> Result<FileRun, CliError> {
             problems,
             reports,
             not_run,
+            coverage: None,
         });
     };
     let lists = Lists {
@@ -458,6 +493,7 @@ fn run_file(file: &Path, format: Format) -> Result<FileRun, CliError> {
         skills: skills.as_ref().zip(doc.skills.as_deref()),
     };
     let table = Table::compile(&policy);
+    let mut tally = Tally::new(&policy);
     // Cases share a few contexts: each is resolved once.
     let mut contexts: HashMap<Context, Result<Resolved, String>> = HashMap::new();
     let reports = cases
@@ -478,16 +514,26 @@ fn run_file(file: &Path, format: Format) -> Result<FileRun, CliError> {
                 ),
                 Ok(resolved) => {
                     let item = item_of(c.get_ref(), registry.as_ref(), skills.as_ref());
-                    run_case(&policy, &table, resolved, &item, &name, line, c.get_ref())
+                    let report =
+                        run_case(&policy, &table, resolved, &item, &name, line, c.get_ref());
+                    tally.record(
+                        &policy,
+                        resolved.context(),
+                        &item,
+                        &table.decide(resolved, &item),
+                    );
+                    report
                 }
                 Err(e) => failed_case(&name, line, c.get_ref(), e),
             }
         })
         .collect();
+    let lints = toolpolicy::lint::lint(&policy, registry.as_ref(), skills.as_ref());
     Ok(FileRun {
         problems,
         reports,
         not_run,
+        coverage: Some(tally.finish(&policy, &lints)),
     })
 }
 
