@@ -92,6 +92,10 @@ pub enum Code {
     NoAnnotations,
     /// The `lock` a policy names cannot be read, or is not a lock.
     BadLock,
+    /// The `terms` file a policy names cannot be read, or is not a terms file.
+    BadTerms,
+    /// A learned term for a tool the registry lacks.
+    TermsForUnknownTool,
     /// A registry tool the policy's lock does not hold: added, or changed.
     Unlocked,
     /// A guard or search tool that differs from the lock, which does not apply to it.
@@ -99,7 +103,7 @@ pub enum Code {
 }
 
 impl Code {
-    pub const ALL: [Code; 34] = [
+    pub const ALL: [Code; 36] = [
         Code::Syntax,
         Code::UnclosedBlock,
         Code::StrayClose,
@@ -132,6 +136,8 @@ impl Code {
         Code::HintMatchesNothing,
         Code::NoAnnotations,
         Code::BadLock,
+        Code::BadTerms,
+        Code::TermsForUnknownTool,
         Code::Unlocked,
         Code::UnlockedGuard,
     ];
@@ -170,6 +176,8 @@ impl Code {
             Code::HintMatchesNothing => "PL121",
             Code::NoAnnotations => "PL122",
             Code::BadLock => "PL015",
+            Code::BadTerms => "PL016",
+            Code::TermsForUnknownTool => "PL125",
             Code::Unlocked => "PL123",
             Code::UnlockedGuard => "PL124",
         }
@@ -201,6 +209,49 @@ pub struct Diagnostic {
     pub message: Cow<'static, str>,
     pub span: Span,
     pub help: Option<Cow<'static, str>>,
+    /// Edits that resolve the finding, for an editor to offer (the help
+    /// says the same in words): a did-you-mean, the removal of a rule.
+    pub fixes: Vec<Fix>,
+    /// Other places the message speaks of (the earlier rule a rule repeats).
+    pub related: Vec<Related>,
+}
+
+/// One edit that resolves a diagnostic: the text of `span` becomes `text`
+/// (an empty `text` removes it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fix {
+    /// What the edit does, in words: ``replace with `Defer` ``.
+    pub title: String,
+    pub span: Span,
+    pub text: String,
+}
+
+impl Fix {
+    /// Replaces `span` with a suggested name.
+    pub fn replace(span: Span, text: impl Into<String>) -> Self {
+        let text = text.into();
+        Fix {
+            title: format!("replace with `{text}`"),
+            span,
+            text,
+        }
+    }
+
+    /// Removes `span`.
+    pub fn remove(span: Span, title: impl Into<String>) -> Self {
+        Fix {
+            title: title.into(),
+            span,
+            text: String::new(),
+        }
+    }
+}
+
+/// Another place of the same file that a diagnostic speaks of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Related {
+    pub span: Span,
+    pub message: String,
 }
 
 impl Diagnostic {
@@ -211,11 +262,37 @@ impl Diagnostic {
             message: message.into(),
             span,
             help: None,
+            fixes: Vec::new(),
+            related: Vec::new(),
         }
     }
 
     pub fn with_help(mut self, help: impl Into<Cow<'static, str>>) -> Self {
         self.help = Some(help.into());
+        self
+    }
+
+    pub fn with_fix(mut self, fix: Fix) -> Self {
+        self.fixes.push(fix);
+        self
+    }
+
+    /// One fix per suggested name, each replacing `span`.
+    pub fn with_suggestions<'a>(
+        mut self,
+        span: Span,
+        names: impl IntoIterator<Item = &'a str>,
+    ) -> Self {
+        self.fixes
+            .extend(names.into_iter().take(3).map(|n| Fix::replace(span, n)));
+        self
+    }
+
+    pub fn with_related(mut self, span: Span, message: impl Into<String>) -> Self {
+        self.related.push(Related {
+            span,
+            message: message.into(),
+        });
         self
     }
 }
