@@ -25,6 +25,8 @@ use toolpolicy::{
 };
 
 mod data;
+#[path = "groups/diff.rs"]
+mod diff;
 #[path = "data/hostile.rs"]
 mod hostile;
 
@@ -400,18 +402,16 @@ fn search(c: &mut Criterion, base: &[Tool]) {
         // Criterion calls a bench's closure once per sample: build outside it,
         // and only when the bench is selected.
         let index = LazyCell::new(|| SearchIndex::new(&data::scaled(base, n)));
-        g.bench_function(n.to_string(), |b| {
-            ran(&format!("search/{n}"));
-            let index = &*index;
-            let mut k = 0usize;
-            b.iter(|| {
-                let q = QUERIES[k % QUERIES.len()];
-                k += 1;
-                // What a search does: rank, then judge what fits.
-                black_box(index.rank_fitting(q, |_| true, 4, |_| false))
-            })
-        });
+        queries(&mut g, &n.to_string(), &index);
     }
+    // The same queries with a terms file of ten learned terms per tool: the
+    // phrases walked for the query's words, on top of the tools' own text.
+    let index = LazyCell::new(|| {
+        let registry = data::scaled(base, LARGE);
+        let terms = data::terms(registry.tools(), 10);
+        SearchIndex::new_with_terms(&registry, Some(&terms))
+    });
+    queries(&mut g, &format!("terms/{LARGE}"), &index);
     g.finish();
 
     // What the first search in a context that hides tools adds: the index
@@ -426,6 +426,25 @@ fn search(c: &mut Criterion, base: &[Tool]) {
         b.iter(|| black_box(index.without(&hidden)))
     });
     g.finish();
+}
+
+/// One search bench: [`QUERIES`] in turn over the index, each ranked and
+/// judged for what fits, as a search does.
+fn queries(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    id: &str,
+    index: &LazyCell<SearchIndex, impl FnOnce() -> SearchIndex>,
+) {
+    g.bench_function(id, |b| {
+        ran(&format!("search/{id}"));
+        let index = &**index;
+        let mut k = 0usize;
+        b.iter(|| {
+            let q = QUERIES[k % QUERIES.len()];
+            k += 1;
+            black_box(index.rank_fitting(q, |_| true, 4, |_| false))
+        })
+    });
 }
 
 /// An engine over `n` tools grown from the fixtures and a generated policy
@@ -726,6 +745,7 @@ fn benches(c: &mut Criterion) {
     plan(c, &base);
     replay(c, &base);
     lock(c, &base);
+    diff::diff(c, &base);
 }
 
 fn config() -> Criterion {
@@ -751,7 +771,7 @@ fn ran(id: &str) {
 }
 
 /// Every bench ID with its budget (median, nanoseconds), in the order of docs/performance.md.
-const BUDGETS: [(&str, Option<f64>); 18] = [
+const BUDGETS: [(&str, Option<f64>); 21] = [
     ("decide/table/1000", Some(50.0)),
     ("decide/unseen/1000", Some(5_000.0)),
     ("decide/reference/1000", None),
@@ -768,8 +788,11 @@ const BUDGETS: [(&str, Option<f64>); 18] = [
     ("call/audited/10000", None),
     ("search/261", Some(50e3)),
     ("search/10000", Some(500e3)),
+    ("search/terms/10000", Some(500e3)),
     ("search/without_hidden/10000", None),
     ("replay/1000", None),
+    ("diff/contexts/1000", None),
+    ("diff/audit/1000000", Some(10e9)),
 ];
 
 /// Where criterion keeps its estimates (as criterion itself finds it).

@@ -5,7 +5,9 @@
 use serde::Serialize;
 
 use crate::ast::{Selector, SelectorKind};
-use crate::decision::{CauseKind, Context, ContextError, Exposure, ItemKind, ItemRef, Origin};
+use crate::decision::{
+    CauseKind, Context, ContextError, Decision, Exposure, ItemKind, ItemRef, Origin,
+};
 use crate::policy::{Policy, Rule, RuleKind, Scope};
 use crate::reference::{applies, glob};
 use crate::registry::Registry;
@@ -268,7 +270,7 @@ fn place(scope: &Scope, when: Option<&crate::policy::Condition>) -> String {
     scope.to_string() + &when.map(|c| format!(", {c}")).unwrap_or_default()
 }
 
-fn matching_selector<'a>(rule: &'a Rule, item: &ItemRef<'_>) -> Option<&'a Selector> {
+pub(crate) fn matching_selector<'a>(rule: &'a Rule, item: &ItemRef<'_>) -> Option<&'a Selector> {
     rule.selectors.iter().find(|s| match s.kind {
         SelectorKind::Tool => item.kind == ItemKind::Tool && glob(&s.pattern, item.name),
         SelectorKind::Skill => item.kind == ItemKind::Skill && glob(&s.pattern, item.name),
@@ -424,6 +426,31 @@ pub fn explain(
         })
         .collect();
     let change = change::suggestions(policy, ctx, item, &decision);
+    Ok(Explanation {
+        item: match item.kind {
+            ItemKind::Tool => item.name.to_string(),
+            ItemKind::Skill => format!("skill:{}", item.name),
+        },
+        context: ctx.clone(),
+        exposure: decision.exposure,
+        cause: cause(policy, &decision, item),
+        candidates,
+        settings,
+        change,
+        not_declared: None,
+        near_misses: near_misses(policy, item),
+        lock: None,
+    })
+}
+
+/// The cause of a decision, located in the policy: the deciding statement,
+/// the selector that matched (for a grant that left the item out, its first
+/// hint) and, for a hint, the annotations that made it so.
+pub fn cause(policy: &Policy, decision: &Decision, item: &ItemRef<'_>) -> Cause {
+    let deciding_rule = match decision.origin {
+        Some(Origin::Rule(i)) => policy.rules.get(i as usize),
+        _ => None,
+    };
     // A grant that left the item out points at its first hint, if it has one.
     let deciding_selector = deciding_rule
         .and_then(|r| {
@@ -434,41 +461,27 @@ pub fn explain(
             })
         })
         .map(|s| located(policy, s));
-    Ok(Explanation {
-        item: match item.kind {
-            ItemKind::Tool => item.name.to_string(),
-            ItemKind::Skill => format!("skill:{}", item.name),
-        },
-        context: ctx.clone(),
-        exposure: decision.exposure,
-        cause: Cause {
-            kind: decision.cause,
-            // A lock decided without an `unlocked` setting: the `lock` statement.
-            rule: origin_ref(policy, decision.origin).or_else(|| {
-                let lock = policy.lock.as_ref()?;
-                (decision.cause == CauseKind::Lock).then(|| rule_ref(policy, lock.span))
-            }),
-            selector: deciding_selector,
-            annotation: deciding_rule.and_then(|r| match matching_selector(r, item) {
-                Some(sel) => hint_reason(sel, item, true),
-                // A grant that left the item out: why none of its hints match.
-                None => {
-                    let missed: Vec<String> = r
-                        .selectors
-                        .iter()
-                        .filter_map(|s| hint_reason(s, item, false))
-                        .collect();
-                    (!missed.is_empty()).then(|| missed.join("; "))
-                }
-            }),
-        },
-        candidates,
-        settings,
-        change,
-        not_declared: None,
-        near_misses: near_misses(policy, item),
-        lock: None,
-    })
+    Cause {
+        kind: decision.cause,
+        // A lock decided without an `unlocked` setting: the `lock` statement.
+        rule: origin_ref(policy, decision.origin).or_else(|| {
+            let lock = policy.lock.as_ref()?;
+            (decision.cause == CauseKind::Lock).then(|| rule_ref(policy, lock.span))
+        }),
+        selector: deciding_selector,
+        annotation: deciding_rule.and_then(|r| match matching_selector(r, item) {
+            Some(sel) => hint_reason(sel, item, true),
+            // A grant that left the item out: why none of its hints match.
+            None => {
+                let missed: Vec<String> = r
+                    .selectors
+                    .iter()
+                    .filter_map(|s| hint_reason(s, item, false))
+                    .collect();
+                (!missed.is_empty()).then(|| missed.join("; "))
+            }
+        }),
+    }
 }
 
 /// For a `hint:` selector and an item with a registry entry, what its

@@ -482,8 +482,9 @@ fn statement_code(kind: &StatementKind) -> String {
             key,
             value: crate::ast::Value::Quoted(path),
             ..
-        } if key.eq_ignore_ascii_case(crate::policy::LOCK) => {
-            format!("{} = {}", crate::policy::LOCK, quote(path))
+        } if crate::policy::FileKey::parse(key).is_some() => {
+            let key = crate::policy::FileKey::parse(key).map_or("", |k| k.key());
+            format!("{key} = {}", quote(path))
         }
         StatementKind::Setting { key, value, .. } => match Key::parse(key) {
             Some(k) => {

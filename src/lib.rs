@@ -10,9 +10,13 @@
 pub mod ast;
 pub mod audit;
 pub mod chars;
+pub mod coverage;
 pub mod decision;
 pub mod diag;
+pub mod diff;
 pub mod explain;
+#[cfg(feature = "gateway")]
+pub mod export;
 pub mod format;
 #[cfg(feature = "gateway")]
 pub mod gateway;
@@ -31,6 +35,7 @@ pub mod search;
 pub mod settings;
 mod syntax;
 pub mod table;
+pub mod terms;
 
 pub use decision::{
     CauseKind, Context, ContextError, Decision, Exposure, ItemKind, ItemRef, Origin,

@@ -37,6 +37,7 @@ mod names;
 mod redundant;
 mod search_capture;
 mod shadow;
+mod terms;
 mod world;
 
 use crate::ast::{SelectorKind, Span};
@@ -102,6 +103,7 @@ pub fn lint_with(policy: &Policy, options: &Options<'_>) -> Vec<Diagnostic> {
     names::no_annotations(&world, &mut out);
     search_capture::check(&world, &mut out);
     lock::check(&world, &mut out);
+    terms::check(&world, &mut out);
     if let Some(registry) = options.registry {
         budget::check(
             policy,

@@ -139,6 +139,9 @@ pub struct Policy {
     /// The `lock = "..."` setting, if any; the lock itself is read by
     /// [`crate::lock::attach`], which needs the policy file's path.
     pub lock: Option<crate::lock::LockSetting>,
+    /// The `terms = "..."` setting, if any: the learned search terms, read
+    /// with the lock by [`crate::lock::attach`].
+    pub terms: Option<crate::terms::TermsSetting>,
 }
 
 /// A policy that failed to load: every error found, and the source to show them against.
@@ -231,6 +234,7 @@ impl Policy {
             block_at: HashMap::new(),
             seen_settings: HashMap::new(),
             lock: None,
+            terms: None,
             diags: &mut diags,
         };
         lower.items(&ast, &Scope::Top, None);
@@ -245,9 +249,21 @@ impl Policy {
                 Scope::Top => {}
             }
         }
-        let lock = lower.lock.take();
+        let lock = lower.lock.take().map(|n| crate::lock::LockSetting {
+            path: n.path,
+            span: n.span,
+            value_span: n.value_span,
+            file: None,
+        });
+        let terms = lower.terms.take().map(|n| crate::terms::TermsSetting {
+            path: n.path,
+            span: n.span,
+            value_span: n.value_span,
+            file: None,
+        });
         let policy = Policy {
             lock,
+            terms,
             rules: lower.rules,
             settings: lower.settings,
             modes,
@@ -279,9 +295,9 @@ impl Policy {
     }
 }
 
-/// The key of the `lock` setting, which is not a [`Key`]: it holds a path,
-/// stands at top level only, and is read by `lock::attach`.
-pub const LOCK: &str = "lock";
+mod file_settings;
+
+pub use file_settings::{FileKey, LOCK, TERMS, check_path};
 
 /// The most characters [`Policy::text_of`] quotes of a statement.
 pub const TEXT_OF_CHARS: usize = 200;
@@ -333,7 +349,8 @@ struct Lower<'a> {
     /// Each of `blocks` by scope, so that a duplicate is found in one lookup.
     block_at: HashMap<Scope, Span>,
     seen_settings: HashMap<(Scope, Option<Condition>, Key), Span>,
-    lock: Option<crate::lock::LockSetting>,
+    lock: Option<file_settings::Named>,
+    terms: Option<file_settings::Named>,
     diags: &'a mut Vec<Diagnostic>,
 }
 
@@ -506,7 +523,11 @@ impl Lower<'_> {
                             *word_span,
                             format!("unknown rule `{word}`"),
                         )
-                        .with_help(help),
+                        .with_help(help)
+                        .with_suggestions(
+                            *word_span,
+                            crate::diag::closest(word, ["Defer", "NoDefer", "Hide", "Grant"]),
+                        ),
                     );
                     return;
                 };
@@ -525,12 +546,24 @@ impl Lower<'_> {
                 value,
                 value_span,
             } => {
-                if key.eq_ignore_ascii_case(LOCK) {
-                    self.lock_setting(s.span, value, *value_span, scope, when);
+                if let Some(which) = FileKey::parse(key) {
+                    let first = match which {
+                        FileKey::Lock => self.lock.as_ref(),
+                        FileKey::Terms => self.terms.as_ref(),
+                    }
+                    .map(|n| self.location(n.span));
+                    let at_top = *scope == Scope::Top && when.is_none();
+                    match file_settings::check(which, s.span, value, *value_span, at_top, first) {
+                        Ok(named) => match which {
+                            FileKey::Lock => self.lock = Some(named),
+                            FileKey::Terms => self.terms = Some(named),
+                        },
+                        Err(d) => self.diags.push(d),
+                    }
                     return;
                 }
                 let Some(k) = Key::parse(key) else {
-                    let names = || Key::ALL.iter().map(|k| k.name()).chain([LOCK]);
+                    let names = || Key::ALL.iter().map(|k| k.name()).chain([LOCK, TERMS]);
                     let help = did_you_mean(key, names()).unwrap_or_else(|| {
                         let all: Vec<String> = names().map(|k| format!("`{k}`")).collect();
                         format!("the settings are {}", all.join(", "))
@@ -541,7 +574,8 @@ impl Lower<'_> {
                             *key_span,
                             format!("unknown setting `{key}`"),
                         )
-                        .with_help(help),
+                        .with_help(help)
+                        .with_suggestions(*key_span, crate::diag::closest(key, names())),
                     );
                     return;
                 };
@@ -583,63 +617,6 @@ impl Lower<'_> {
                 });
             }
         }
-    }
-
-    /// `lock = "tools.lock"`: top level only, once, a quoted path inside
-    /// the policy's folder (the file itself is read by `lock::attach`).
-    fn lock_setting(
-        &mut self,
-        span: Span,
-        value: &ast::Value,
-        value_span: Span,
-        scope: &Scope,
-        when: Option<&Condition>,
-    ) {
-        if *scope != Scope::Top || when.is_some() {
-            self.diags.push(
-                Diagnostic::new(Code::Misplaced, span, "`lock` must stand at top level")
-                    .with_help("one lock holds every tool of the registry; move `lock = ...` out of the block, and use `unlocked` in blocks"),
-            );
-            return;
-        }
-        let ast::Value::Quoted(path) = value else {
-            self.diags.push(
-                Diagnostic::new(Code::BadValue, value_span, "`lock` takes a quoted path")
-                    .with_help(
-                        "write `lock = \"tools.lock\"`, a path relative to the policy's folder",
-                    ),
-            );
-            return;
-        };
-        if let Some(first) = &self.lock {
-            let at = self.location(first.span);
-            self.diags.push(
-                Diagnostic::new(
-                    Code::DuplicateSetting,
-                    span,
-                    format!("`lock` is already set at top level (at {at})"),
-                )
-                .with_help("keep one of the two"),
-            );
-            return;
-        }
-        if let Err(why) = crate::lock::check_path(path) {
-            self.diags.push(
-                Diagnostic::new(
-                    Code::BadLock,
-                    value_span,
-                    format!("the lock `{}` {why}", crate::chars::escape(path)),
-                )
-                .with_help("a policy names a lock in its own folder or below it, such as `lock = \"tools.lock\"`"),
-            );
-            return;
-        }
-        self.lock = Some(crate::lock::LockSetting {
-            path: path.clone(),
-            span,
-            value_span,
-            file: None,
-        });
     }
 
     fn check_patterns(&mut self, sels: &[Selector]) {
@@ -721,158 +698,17 @@ fn check_hint(sel: &Selector) -> Option<Diagnostic> {
     } else {
         return None;
     };
-    Some(Diagnostic::new(Code::BadHint, sel.span, message).with_help(help))
+    let mut d = Diagnostic::new(Code::BadHint, sel.span, message).with_help(help);
+    if !sel.pattern.contains('*') {
+        let all: Vec<String> = Hint::ALL.iter().map(ToString::to_string).collect();
+        let close = crate::diag::closest(
+            &format!("hint:{}", sel.pattern),
+            all.iter().map(String::as_str),
+        );
+        d = d.with_suggestions(sel.span, close);
+    }
+    Some(d)
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
-
-    /// The codes and messages of a policy text's errors; none when it loads.
-    pub(crate) fn errors(src: &str) -> Vec<(Code, String)> {
-        match Policy::parse("t.policy", src) {
-            Ok(_) => Vec::new(),
-            Err(e) => e
-                .diagnostics
-                .into_iter()
-                .map(|d| (d.code, d.message.into_owned()))
-                .collect(),
-        }
-    }
-
-    #[test]
-    fn lowers_scopes_and_conditions() {
-        let p = Policy::parse(
-            "t",
-            "Defer(*)\nmode a { when x { NoDefer(b) } }\nbot * { Hide(c) }\nbot r { Grant(d) }\n",
-        )
-        .unwrap();
-        let got: Vec<_> = p
-            .rules
-            .iter()
-            .map(|r| (r.kind, r.scope.clone(), r.when.clone()))
-            .collect();
-        assert_eq!(
-            got,
-            [
-                (RuleKind::Defer, Scope::Top, None),
-                (
-                    RuleKind::NoDefer,
-                    Scope::Mode("a".into()),
-                    Some(Condition {
-                        flag: "x".into(),
-                        negated: false
-                    })
-                ),
-                (RuleKind::Hide, Scope::AnyBot, None),
-                (RuleKind::Grant, Scope::Bot("r".into()), None),
-            ]
-        );
-        assert_eq!(p.modes, ["a"]);
-        assert_eq!(p.bots, ["r"]);
-        assert!(p.has_any_bot);
-    }
-
-    #[test]
-    fn semantic_errors() {
-        let e = errors("defer_loadin = true\n");
-        assert_eq!(e[0].0, Code::UnknownSetting);
-        let e = errors("max_activations = 65\n");
-        assert_eq!(e[0].0, Code::BadValue);
-        let e = errors("activation = sticky\n");
-        assert_eq!(e[0].0, Code::BadValue);
-        let e = errors("mode a { guard x }\n");
-        assert_eq!(e[0].0, Code::Misplaced);
-        let e = errors("mode a { }\nmode a { }\n");
-        assert_eq!(e[0].0, Code::DuplicateBlock);
-        let e = errors("Defr(x)\n");
-        assert_eq!(e[0].0, Code::UnknownRule);
-        let e = errors("when a { when b { } }\n");
-        assert_eq!(e[0].0, Code::Misplaced);
-        let e = errors("mode a { mode b { } }\n");
-        assert_eq!(e[0].0, Code::Misplaced);
-        let e = errors("Defer(\"\")\n");
-        assert_eq!(e[0].0, Code::EmptyPattern);
-        let e = errors("Defer(skill:)\n");
-        assert_eq!(e[0].0, Code::EmptyPattern);
-        assert!(errors("Defer(\"skill:\")\n").is_empty());
-    }
-
-    #[test]
-    fn duplicate_settings_only_in_same_scope_and_condition() {
-        assert!(errors("on_miss = \"error\"\nmode a { on_miss = \"error\" }\nwhen f { on_miss = \"activate\" }\n").is_empty());
-        let e = errors("when f { on_miss = \"error\" }\nwhen f { on_miss = \"activate\" }\n");
-        assert_eq!(e.len(), 1);
-        assert_eq!(e[0].0, Code::DuplicateSetting);
-        assert!(e[0].1.contains("line 1"), "{}", e[0].1);
-    }
-
-    #[test]
-    fn every_error_is_reported() {
-        let e = errors("Defr(x)\nfoo = 1\nDefer()\nmax_activations = 0\n");
-        let codes: Vec<Code> = e.iter().map(|(c, _)| *c).collect();
-        assert_eq!(
-            codes,
-            [
-                Code::UnknownRule,
-                Code::UnknownSetting,
-                Code::EmptyRule,
-                Code::BadValue
-            ]
-        );
-    }
-
-    #[test]
-    fn not_utf8_says_so() {
-        let e = Policy::from_bytes("x", b"Defer(a)\n\xff\n").unwrap_err();
-        assert_eq!(e.diagnostics[0].code, Code::NotUtf8);
-    }
-
-    #[test]
-    fn statement_text_is_folded() {
-        let p = Policy::parse("t", "NoDefer(a,   # the first\n   b\n)\n").unwrap();
-        assert_eq!(p.text_of(p.rules[0].span), "NoDefer(a, b)");
-    }
-
-    /// Each hint mistake is an error that says why, and the four hints in
-    /// any prefix case load in every rule.
-    #[test]
-    fn hints_are_checked() {
-        let e = errors(
-            "guard hint:read_only\nsearch hint:idempotent\nGrant(hint:readonly, hint:*, hint:\"destructive\", Hint:)\n",
-        );
-        let got: Vec<(Code, &str)> = e.iter().map(|(c, m)| (*c, m.as_str())).collect();
-        assert_eq!(
-            got,
-            [
-                (Code::BadHint, "a hint cannot choose `guard` tools"),
-                (Code::BadHint, "a hint cannot choose `search` tools"),
-                (Code::BadHint, "unknown hint `hint:readonly`"),
-                (
-                    Code::BadHint,
-                    "`hint:*` is not a hint: hint names take no `*`"
-                ),
-                (
-                    Code::BadHint,
-                    "a hint name is never quoted: `hint:\"destructive\"`"
-                ),
-                (Code::BadHint, "`Hint:` needs a hint name after it"),
-            ]
-        );
-        let d = Policy::parse("t", "Grant(hint:readonly)").unwrap_err();
-        assert_eq!(
-            d.diagnostics[0].help.as_deref(),
-            Some("did you mean `hint:read_only`")
-        );
-        let p = Policy::parse(
-            "t",
-            "Defer(HINT:open_world)\nNoDefer(hint:read_only)\nHide(hint:destructive)\nGrant(Hint:idempotent)\n",
-        )
-        .unwrap();
-        assert!(
-            p.rules
-                .iter()
-                .all(|r| r.selectors[0].kind == SelectorKind::Hint)
-        );
-    }
-}
+pub(crate) mod tests;

@@ -55,11 +55,19 @@ fn read_dir(dir: &Path) -> Option<Vec<Tool>> {
         })
         .collect();
     files.sort();
-    let mut tools = Vec::new();
+    let mut tools: Vec<Tool> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for f in files {
         let text = std::fs::read_to_string(&f).ok()?;
         match Registry::from_json(&text) {
-            Ok(r) => tools.extend(r.tools().iter().cloned()),
+            // A name two files share (the bundled registries each have
+            // their search tool) is kept once: a registry's names are unique.
+            Ok(r) => tools.extend(
+                r.tools()
+                    .iter()
+                    .filter(|t| seen.insert(t.name.clone()))
+                    .cloned(),
+            ),
             Err(e) => {
                 eprintln!("bench data: skipping {}: {e}", f.display());
             }
@@ -92,6 +100,48 @@ pub fn scaled(base: &[Tool], n: usize) -> Registry {
         })
         .collect();
     Registry::new(tools).expect("scaled names are unique")
+}
+
+/// A terms file of `per_tool` learned terms for each tool: requests of the
+/// kind `policy learn` keeps (a verb, one of the tool's own name words, a
+/// thing), so that the queries' words reach many terms, as they would in a
+/// file learnt from a large log.
+pub fn terms(tools: &[Tool], per_tool: usize) -> toolpolicy::terms::TermsFile {
+    const VERBS: [&str; 8] = [
+        "show", "get", "make", "find", "change", "open", "list", "send",
+    ];
+    const THINGS: [&str; 12] = [
+        "the latest one",
+        "for my team",
+        "from yesterday",
+        "in the browser",
+        "on the server",
+        "as markdown",
+        "for this repo",
+        "with the weather",
+        "by its name",
+        "before the meeting",
+        "查询 一下",
+        "最新 的",
+    ];
+    let mut file = toolpolicy::terms::TermsFile::new();
+    for (i, t) in tools.iter().enumerate() {
+        let words: Vec<&str> = t
+            .name
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .collect();
+        for j in 0..per_tool {
+            let word = words.get(j % words.len().max(1)).copied().unwrap_or("tool");
+            let term = format!(
+                "{} {word} {} {j}",
+                VERBS[(i + j) % VERBS.len()],
+                THINGS[(i * 7 + j) % THINGS.len()]
+            );
+            file.teach(&t.name, &term, 2);
+        }
+    }
+    file
 }
 
 /// The short server name of a tool's source: `mcp:github` → `github`.

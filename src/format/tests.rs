@@ -127,3 +127,12 @@ fn lock_and_unlocked_settings() {
         "lock = \"pins/tools \\\"a\\\".lock\"\nmode m {\n  unlocked = \"defer\"\n}\nbot * {\n  unlocked = \"allow\"\n}\n"
     );
 }
+
+/// `terms` keeps its path, in the canonical case, as `lock` does.
+#[test]
+fn terms_setting() {
+    assert_eq!(
+        fmt("Terms   =\"learned/search terms.toml\"\nDefer(*)\n"),
+        "terms = \"learned/search terms.toml\"\nDefer(*)\n"
+    );
+}

@@ -200,16 +200,43 @@ pub fn check<'w>(w: &World<'w>, out: &mut Vec<Diagnostic>) {
                          `search tool_search` behind `policy gateway` or the Node module \
                          (`policy check --engine-tools` for another name)";
             }
+            let fixes = replacements(w, &vocabulary, s, &kinds);
             out.push(
                 Diagnostic::new(
                     Code::MatchesNothing,
                     s.span,
                     format!("`{written}` matches {}", where_(&kinds)),
                 )
-                .with_help(help),
+                .with_help(help)
+                .with_suggestions(s.span, fixes.iter().map(String::as_str)),
             );
         }
     }
+}
+
+/// The selectors [`suggestion`]'s did-you-mean names, as the formatter
+/// writes them: what a quick fix puts in place of `s`.
+fn replacements<'w>(
+    w: &World<'w>,
+    vocabulary: &Vocabulary<'w>,
+    s: &Selector,
+    kinds: &[ItemKind],
+) -> Vec<String> {
+    if s.pattern.contains('*') || s.kind == SelectorKind::Hint {
+        return Vec::new();
+    }
+    let names = vocabulary.list(w, s.kind == SelectorKind::Source, kinds);
+    closest(&s.pattern, names.iter().map(|(n, _)| *n))
+        .into_iter()
+        .take(3)
+        .map(|c| {
+            crate::format::selector(&Selector {
+                pattern: c.to_string(),
+                quoted: false,
+                ..s.clone()
+            })
+        })
+        .collect()
 }
 
 /// What a tool's annotations must say for it to have the hint.

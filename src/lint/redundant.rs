@@ -10,10 +10,10 @@
 
 use std::collections::HashMap;
 
-use crate::ast::{Selector, SelectorKind};
-use crate::diag::{Code, Diagnostic};
+use crate::ast::{Selector, SelectorKind, Span};
+use crate::diag::{Code, Diagnostic, Fix};
 use crate::pattern::{Pattern, PatternSet};
-use crate::policy::{Condition, Policy, RuleKind, Scope};
+use crate::policy::{Condition, Policy, Rule, RuleKind, Scope};
 
 use super::algebra::subsumes;
 
@@ -118,21 +118,25 @@ pub fn check(policy: &Policy, out: &mut Vec<Diagnostic>) -> Vec<bool> {
             } else {
                 "adds nothing to"
             };
-            out.push(
-                Diagnostic::new(
-                    Code::Redundant,
-                    rule.span,
-                    format!(
-                        "`{text}` {verb} {} in the same scope and condition",
-                        list.join(" and ")
-                    ),
-                )
-                .with_help("remove this rule"),
-            );
+            let mut d = Diagnostic::new(
+                Code::Redundant,
+                rule.span,
+                format!(
+                    "`{text}` {verb} {} in the same scope and condition",
+                    list.join(" and ")
+                ),
+            )
+            .with_help("remove this rule")
+            .with_fix(Fix::remove(rule.span, format!("remove `{text}`")));
+            for &o in &others {
+                d = d.with_related(policy.rules[o].span, "the earlier rule");
+            }
+            out.push(d);
             continue;
         }
         for (s, e) in found {
             let written = policy.source.slice(s.span);
+            let cut = selector_cut(rule, s);
             let by = policy.source.slice(e.sel.span);
             let place = if e.rule == ri {
                 "earlier in this rule".to_string()
@@ -151,9 +155,30 @@ pub fn check(policy: &Policy, out: &mut Vec<Diagnostic>) -> Vec<bool> {
             };
             out.push(
                 Diagnostic::new(Code::Redundant, s.span, message)
-                    .with_help(format!("remove `{written}` from `{text}`")),
+                    .with_help(format!("remove `{written}` from `{text}`"))
+                    .with_fix(Fix::remove(
+                        cut,
+                        format!("remove `{written}` from `{text}`"),
+                    ))
+                    .with_related(e.sel.span, format!("`{by}` matches it already")),
             );
         }
     }
     whole
+}
+
+/// The text to remove to take selector `s` out of `rule`: the selector and
+/// the comma before it (after it, for the first), so that the rest reads as
+/// written.
+fn selector_cut(rule: &Rule, s: &Selector) -> Span {
+    let i = rule
+        .selectors
+        .iter()
+        .position(|x| std::ptr::eq(x, s))
+        .unwrap_or(0);
+    match (i.checked_sub(1), rule.selectors.get(i + 1)) {
+        (Some(prev), _) => Span::new(rule.selectors[prev].span.end, s.span.end),
+        (None, Some(next)) => Span::new(s.span.start, next.span.start),
+        (None, None) => s.span,
+    }
 }

@@ -14,7 +14,7 @@ use std::collections::{BTreeSet, HashSet};
 
 use crate::ast::{Selector, SelectorKind};
 use crate::decision::{CauseKind, Decision, ItemKind, Origin};
-use crate::diag::{Code, Diagnostic};
+use crate::diag::{Code, Diagnostic, Fix, Related};
 use crate::pattern::{Pattern, PatternSet};
 use crate::policy::{Policy, RuleKind, Scope};
 use crate::reference::applies;
@@ -395,6 +395,15 @@ impl Deciders {
     }
 }
 
+/// Where the statement that decides first stands, if it is one.
+fn shadower_span(w: &World<'_>, sh: Shadower) -> Option<crate::ast::Span> {
+    match sh {
+        Shadower::Rule(i) | Shadower::GrantsOf(i) => Some(w.policy.rules[i].span),
+        Shadower::Setting(i) => Some(w.policy.settings[i].span),
+        Shadower::NotInvocable => None,
+    }
+}
+
 fn describe(w: &World<'_>, sh: Shadower) -> String {
     let policy = w.policy;
     let at = |span: crate::ast::Span| {
@@ -463,8 +472,22 @@ pub fn check(w: &World<'_>, skip: &[bool], out: &mut Vec<Diagnostic>) {
                             names.join(", ")
                         ),
                     )
-                    .with_help(help),
+                    .with_help(help)
+                    .with_fix(Fix::remove(
+                        rule.span,
+                        format!("remove `{}`", policy.text_of(rule.span)),
+                    )),
                 );
+                if let Some(d) = out.last_mut() {
+                    for &sh in by.iter().take(3) {
+                        if let Some(span) = shadower_span(w, sh) {
+                            d.related.push(Related {
+                                span,
+                                message: "decides first".into(),
+                            });
+                        }
+                    }
+                }
             }
             Verdict::Effective if rule.kind == RuleKind::Defer => {
                 let (message, help) = if !declared_search {

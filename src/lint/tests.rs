@@ -502,3 +502,67 @@ fn hints_against_the_registry() {
         []
     );
 }
+
+/// The text with a diagnostic's first fix applied.
+fn fixed(p: &Policy, d: &Diagnostic) -> String {
+    let f = &d.fixes[0];
+    let t = &p.source.text;
+    format!("{}{}{}", &t[..f.span.start], f.text, &t[f.span.end..])
+}
+
+#[test]
+fn repeated_rules_and_selectors_carry_their_removal() {
+    let p = policy("Defer(a)\nDefer(a)\nNoDefer(b*, c, b)\nNoDefer(b, z)\n");
+    let d = lint(&p, None, None);
+    let repeated: Vec<&Diagnostic> = d.iter().filter(|d| d.code == Code::Redundant).collect();
+    assert_eq!(repeated.len(), 3, "{d:?}");
+    // The whole rule, with the earlier one as its related place.
+    assert_eq!(
+        fixed(&p, repeated[0]),
+        "Defer(a)\n\nNoDefer(b*, c, b)\nNoDefer(b, z)\n"
+    );
+    assert_eq!(repeated[0].related[0].span, p.rules[0].span);
+    // One selector, with its comma, whether last or first.
+    let rest: Vec<String> = repeated[1..].iter().map(|d| fixed(&p, d)).collect();
+    assert_eq!(
+        rest,
+        [
+            "Defer(a)\nDefer(a)\nNoDefer(b*, c)\nNoDefer(b, z)\n",
+            "Defer(a)\nDefer(a)\nNoDefer(b*, c, b)\nNoDefer(z)\n"
+        ]
+    );
+}
+
+#[test]
+fn misspelled_words_carry_their_replacement() {
+    let (p, d) = Policy::parse_with_diagnostics(crate::diag::SourceFile::new(
+        "t.policy",
+        "Defr(a)\nactivaton = \"sticky\"\nHide(hint:read_onyl)\n",
+    ));
+    let texts: Vec<(&str, &str)> = d
+        .iter()
+        .map(|d| (p.source.slice(d.fixes[0].span), d.fixes[0].text.as_str()))
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            ("Defr", "Defer"),
+            ("activaton", "activation"),
+            ("hint:read_onyl", "hint:read_only")
+        ]
+    );
+}
+
+#[test]
+fn a_name_the_registry_lacks_carries_the_close_ones() {
+    let p = policy("Defer(Rea, \"a b\", skill:cod-review)\nsearch ToolSearch\n");
+    let r = registry(&[("Read", None), ("ToolSearch", None), ("a b c", None)]);
+    let s = skills(&["code-review"]);
+    let d = lint(&p, Some(&r), Some(&s));
+    let fixes: Vec<&str> = d
+        .iter()
+        .filter(|d| d.code == Code::MatchesNothing)
+        .flat_map(|d| d.fixes.iter().map(|f| f.text.as_str()))
+        .collect();
+    assert_eq!(fixes, ["Read", "\"a b c\"", "skill:code-review"], "{d:?}");
+}

@@ -47,26 +47,33 @@
 //!   one when there is no lock.
 //! - **Writing a lock.** [`Lock::from_registry`] then [`Lock::to_text`].
 
+mod attach;
 mod compare;
 mod file;
 mod jcs;
+mod marks;
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 use sha2::{Digest as _, Sha256};
 
 use crate::ast::Span;
-use crate::diag::{Code, Diagnostic};
-use crate::policy::{LoadErrors, Policy};
-use crate::registry::{Registry, Tool};
+use crate::registry::Tool;
 
+/// Why a path written in `lock = "..."` can never name a file inside the
+/// policy's folder (see [`crate::policy::check_path`]).
+pub use crate::policy::check_path;
+pub use attach::{
+    PolicyLoadError, attach, attach_at, attach_with, load_policy, resolve, resolve_terms,
+    text_place,
+};
 pub use compare::{
     Added, Changed, Comparison, Detail, FieldChange, HintChange, MAX_PATHS, Moved, compare,
     describe, words,
 };
 pub use file::{Entry, Lock, LockError};
+pub use marks::{mark, marks};
 
 /// The `lock = "..."` setting of a policy: where it was written and, once
 /// [`attach`]ed, the lock it names.
@@ -174,180 +181,6 @@ pub fn digest(tool: &Tool) -> Digest {
     );
     Digest(hash.finalize().into())
 }
-
-/// Sets [`Tool::unlocked`] on every tool of the registry for `policy`'s
-/// lock: all false when the policy names none, all true when it names one
-/// that was never [`attach`]ed (fail closed). Returns how many are unlocked.
-pub fn mark(registry: &mut Registry, policy: &Policy) -> usize {
-    registry.set_unlocked(|t| unlocked_for(policy, t))
-}
-
-/// What [`mark`] would set on each tool of `registry`, in registry order:
-/// for a caller that first looks whether anything would change, without
-/// digesting every tool twice.
-pub fn marks(registry: &Registry, policy: &Policy) -> Vec<bool> {
-    registry
-        .tools()
-        .iter()
-        .map(|t| unlocked_for(policy, t))
-        .collect()
-}
-
-fn unlocked_for(policy: &Policy, tool: &Tool) -> bool {
-    match &policy.lock {
-        None => false,
-        Some(LockSetting { file: None, .. }) => true,
-        Some(LockSetting {
-            file: Some(lock), ..
-        }) => lock.is_unlocked(tool),
-    }
-}
-
-/// Why a path written in `lock = "..."` can never name a lock inside the
-/// policy's folder (absolute, leaves the folder, names no file), if it
-/// cannot: the part of the check that needs no file system.
-pub fn check_path(named: &str) -> Result<(), &'static str> {
-    use std::path::Component;
-    let mut any = false;
-    for c in Path::new(named).components() {
-        match c {
-            Component::Normal(_) => any = true,
-            Component::CurDir => {}
-            Component::ParentDir => return Err("leaves the policy's folder"),
-            Component::RootDir | Component::Prefix(_) => return Err("is absolute"),
-        }
-    }
-    if any { Ok(()) } else { Err("names no file") }
-}
-
-/// Where the lock a policy at `policy_path` names lies: relative to the
-/// policy's folder and inside it, as the files a data file names are.
-pub fn resolve(policy_path: &Path, named: &str) -> Result<PathBuf, String> {
-    crate::runtime::data_path(policy_path, "lock", named).map_err(|e| {
-        e.message
-            .replace("a data file names files", "a policy names its lock")
-    })
-}
-
-/// Where policy text given with a folder stands: a file in `dir` named
-/// after `file`'s last part (`policy` without one), so that diagnostics and
-/// the lock's path agree. For a host that takes policy text, not a path.
-pub fn text_place(dir: &Path, file: &str) -> PathBuf {
-    let name = Path::new(file)
-        .file_name()
-        .map_or_else(|| "policy".into(), |n| n.to_os_string());
-    dir.join(name)
-}
-
-/// [`attach`] for a host that may hold policy text with no folder
-/// (`place` is `None`): a policy that names a lock is then an error at the
-/// `lock` setting whose help is `no_folder_help` (how that host gives the
-/// folder), never a policy without its lock.
-pub fn attach_at(
-    policy: &mut Policy,
-    place: Option<&Path>,
-    no_folder_help: &str,
-) -> Result<(), LoadErrors> {
-    let Some(setting) = &policy.lock else {
-        return Ok(());
-    };
-    let Some(place) = place else {
-        let shown = crate::chars::escape(&setting.path);
-        return Err(LoadErrors {
-            diagnostics: vec![
-                Diagnostic::new(
-                    Code::BadLock,
-                    setting.value_span,
-                    format!(
-                        "the policy names the lock `{shown}`, and policy text has no folder to read it from"
-                    ),
-                )
-                .with_help(no_folder_help.to_string()),
-            ],
-            source: policy.source.clone(),
-        });
-    };
-    attach(policy, place)
-}
-
-/// Reads the lock `policy` names (if any) from beside the policy file at
-/// `policy_path` and keeps it in the policy. An error is a load error at
-/// the `lock` setting (`PL015`) that says why, with the position in the lock
-/// file when the file is not a lock.
-pub fn attach(policy: &mut Policy, policy_path: &Path) -> Result<(), LoadErrors> {
-    attach_with(policy, policy_path, crate::input::read)
-}
-
-/// [`attach`], the lock's bytes read by `read`: for a front end that must
-/// not wait on the file (the gateway's reload refuses a FIFO rather than
-/// wait for its writer, as it does for the policy itself).
-pub fn attach_with(
-    policy: &mut Policy,
-    policy_path: &Path,
-    read: impl FnOnce(&Path) -> std::io::Result<Vec<u8>>,
-) -> Result<(), LoadErrors> {
-    let Some(setting) = &policy.lock else {
-        return Ok(());
-    };
-    let fail = |message: String, help: &str| LoadErrors {
-        source: policy.source.clone(),
-        diagnostics: vec![
-            Diagnostic::new(Code::BadLock, setting.value_span, message).with_help(help.to_string()),
-        ],
-    };
-    let shown = crate::chars::escape(&setting.path).into_owned();
-    let path = resolve(policy_path, &setting.path).map_err(|why| {
-        fail(
-            format!("the lock cannot be read: {why}"),
-            "write a path relative to the policy's folder, such as `lock = \"tools.lock\"`",
-        )
-    })?;
-    let bytes = read(&path).map_err(|e| {
-        fail(
-            format!("the lock `{shown}` cannot be read: {e}"),
-            "write it with `policy lock --policy POLICY --registry TOOLS.json`",
-        )
-    })?;
-    let lock = Lock::from_bytes(&bytes).map_err(|e| {
-        fail(
-            format!("the lock `{shown}` is not a lock: {e}"),
-            "write it again with `policy lock`, or restore it from version control",
-        )
-    })?;
-    if let Some(setting) = &mut policy.lock {
-        setting.file = Some(Arc::new(lock));
-    }
-    Ok(())
-}
-
-/// Reads, parses and attaches: a policy file with its lock.
-pub fn load_policy(path: &Path) -> Result<Policy, PolicyLoadError> {
-    let bytes = crate::input::read(path).map_err(|e| PolicyLoadError::Io(path.to_path_buf(), e))?;
-    let mut policy =
-        Policy::from_bytes(path.display().to_string(), &bytes).map_err(PolicyLoadError::Policy)?;
-    attach(&mut policy, path).map_err(PolicyLoadError::Policy)?;
-    Ok(policy)
-}
-
-/// Why [`load_policy`] failed.
-#[derive(Debug)]
-pub enum PolicyLoadError {
-    /// The policy file itself could not be read.
-    Io(PathBuf, std::io::Error),
-    /// The policy, or its lock, does not load.
-    Policy(LoadErrors),
-}
-
-impl std::fmt::Display for PolicyLoadError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            PolicyLoadError::Io(p, e) => write!(f, "cannot read `{}`: {e}", p.display()),
-            PolicyLoadError::Policy(e) => e.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for PolicyLoadError {}
 
 #[cfg(test)]
 mod tests;

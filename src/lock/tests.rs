@@ -4,7 +4,8 @@ use sha2::{Digest as _, Sha256};
 use super::*;
 use crate::decision::{CauseKind, Context, Exposure};
 use crate::diag::Code;
-use crate::registry::ToolField;
+use crate::policy::Policy;
+use crate::registry::{Registry, ToolField};
 use crate::{Engine, SkillList};
 
 fn registry(entries: serde_json::Value) -> Registry {

@@ -10,9 +10,9 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::catalog::{cut, sanitize};
-use super::engine::Snapshot;
 use super::evidence::ResultStatus;
-use super::own_tools::Delivery;
+use super::own_names::Delivery;
+use super::snapshot::Snapshot;
 
 /// At most this many other matches are reported by a search.
 pub const MAX_MATCHES: usize = 10;
@@ -316,6 +316,19 @@ fn loaded_line(t: &mut String, snap: &Snapshot, name: &str, delivery: Delivery<'
         let schema = &snap.registry().tools()[i].parameters;
         let _ = writeln!(t, "  parameters: {schema}");
     }
+}
+
+/// What a call is decided from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallMemory {
+    /// The session's own activations ([`crate::runtime::Session::call`]).
+    Session,
+    /// None: a request that belongs to no session
+    /// ([`crate::runtime::Session::call_without_memory`]).
+    None,
+    /// A session that several processes serve, each holding only the
+    /// activations made through it ([`crate::runtime::Session::call_shared`]).
+    Shared,
 }
 
 /// What a direct call of a tool gets (docs/runtime.md).

@@ -40,6 +40,8 @@ pub mod catalog;
 mod engine;
 mod evidence;
 mod indices;
+mod meter;
+mod own_names;
 mod own_tools;
 mod paths;
 mod plan;
@@ -47,17 +49,20 @@ mod provider;
 mod replay;
 pub mod search_eval;
 mod session;
+mod snapshot;
 
-pub use activation::{ActivationResult, CallOutcome, MAX_MATCHES};
-pub use engine::{Engine, Snapshot, meter_len};
+pub use activation::{ActivationResult, CallMemory, CallOutcome, MAX_MATCHES};
+pub use engine::Engine;
 pub use evidence::ResultStatus;
+pub use meter::meter_len;
+pub use own_names::{DEFAULT_CALL_TOOL, DEFAULT_SEARCH_TOOL, Delivery};
 pub use own_tools::{
-    DEFAULT_CALL_TOOL, DEFAULT_SEARCH_TOOL, Delivery, FirstTurn, MAX_TOOL_NAME_CHARS, TOKENS_NOTE,
-    call_tool, declaration_tokens, percent_saved, search_tool, supplied_search_name,
-    tool_name_problem,
+    FirstTurn, MAX_TOOL_NAME_CHARS, TOKENS_NOTE, call_tool, declaration_tokens, percent_saved,
+    search_tool, supplied_search_name, tool_name_problem,
 };
 pub use paths::data_path;
 pub use plan::{Plan, PlanReport, Tokens};
 pub use provider::{Provider, ProviderNames, is_valid_provider_name, parse_provider};
 pub use replay::{CallStep, ReplayError, Scenario, SearchStep, Step, StepReport, replay};
 pub use session::{Session, SessionState};
+pub use snapshot::Snapshot;

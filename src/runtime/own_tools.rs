@@ -14,14 +14,9 @@ use serde_json::{Map, Value, json};
 
 use crate::registry::Tool;
 
-use super::engine::{declaration_len, tokens_of_len};
+use super::meter::{declaration_len, tokens_of_len};
+use super::own_names::{DEFAULT_SEARCH_TOOL, Delivery};
 use super::plan::Plan;
-
-/// The search tool's name where the policy has no `search` statement.
-pub const DEFAULT_SEARCH_TOOL: &str = "tool_search";
-
-/// The call-through tool's name unless a front end configures another.
-pub const DEFAULT_CALL_TOOL: &str = "call_tool";
 
 /// The longest tool name MCP allows.
 pub const MAX_TOOL_NAME_CHARS: usize = 128;
@@ -49,21 +44,6 @@ pub fn tool_name_problem(name: &str) -> Option<String> {
             "`{name}` is {n} characters long, over the {MAX_TOOL_NAME_CHARS} a tool name may have"
         )
     })
-}
-
-/// How a front end hands the model the tools a search or load activates
-/// (docs/gateway.md): it decides what the search tool's description and result say.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Delivery<'a> {
-    /// Activated tools are declared from the next step (a host that rebuilds
-    /// its tool list every turn, or an MCP client that follows
-    /// `tools/list_changed`).
-    #[default]
-    Declared,
-    /// The declared list never changes: activated tools are reached through
-    /// the call-through tool of this name, and a search result carries each
-    /// loaded tool's parameter schema, the model's only way to see it.
-    CallThrough(&'a str),
 }
 
 fn own(name: &str, description: String, parameters: Value) -> Tool {
@@ -341,6 +321,7 @@ impl Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::DEFAULT_CALL_TOOL;
     use crate::runtime::{Engine, ResultStatus};
     use crate::{Context, Policy, Registry, SkillList};
 

@@ -6,7 +6,7 @@
 //! [`names`]). A provider's own server tools pass through untouched. Hidden
 //! tools are never rendered.
 
-mod names;
+pub(super) mod names;
 
 use serde_json::{Map, Value};
 

@@ -13,6 +13,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
@@ -20,14 +21,53 @@ use crate::audit::{Audit, AuditHook, EventCause, EventKind, Forwarded, Outcome};
 use crate::decision::{Context, ContextError, ItemRef};
 use crate::registry::{Registry, Skill};
 use crate::search::{Explanation, Ranked};
-use crate::settings::{Activation, OnMiss, Unlocked};
+use crate::settings::{Activation, Unlocked};
 
-use super::activation::{ActivationResult, CallOutcome, MAX_MATCHES, Verb, areas};
-use super::engine::{Engine, Snapshot};
+use super::activation::{ActivationResult, MAX_MATCHES, Verb, areas};
+use super::engine::Engine;
 use super::evidence::{EvidenceLog, ResultStatus};
 use super::indices::IndexList;
-use super::own_tools::Delivery;
-use super::plan::{BasePlan, Plan, ToolState};
+use super::own_names::Delivery;
+use super::plan::Plan;
+use super::snapshot::{BasePlan, Snapshot, ToolState};
+
+mod calls;
+
+/// Sessions made with a subscriber in this process, by every engine: their
+/// names (`PID-N`) stay apart when several engines write to one log (a
+/// host that builds a new engine on each reload of its settings).
+static AUDITED: AtomicU64 = AtomicU64::new(0);
+
+/// Sessions are made by the engine; they are made here, beside what they are,
+/// so that the engine itself needs nothing of a session.
+impl Engine {
+    fn audited_session(&self, mut session: Session) -> Session {
+        if let Some(hook) = self.audit_hook() {
+            let n = AUDITED.fetch_add(1, Ordering::Relaxed) + 1;
+            session.set_audit(Some(hook), &format!("{:x}-{n}", std::process::id()));
+        }
+        session
+    }
+
+    /// A new session in `ctx`, with nothing activated; fails on a mode the
+    /// policy does not declare.
+    pub fn session(&self, ctx: Context) -> Result<Session, ContextError> {
+        let snap = self.snapshot();
+        snap.base(&ctx)?;
+        Ok(self.audited_session(Session::new(ctx, Arc::clone(snap.registry_arc()))))
+    }
+
+    /// Resumes a persisted session: its activations are rebuilt from the
+    /// evidence it kept, exactly as after a restart (docs/runtime.md). Names the
+    /// registry no longer has are dropped, so a changed registry can never
+    /// make a resumed session activate a different tool.
+    pub fn resume(&self, state: SessionState) -> Result<Session, ContextError> {
+        let snap = self.snapshot();
+        let mut session = self.audited_session(Session::from_state(state, &snap));
+        session.restart(self)?;
+        Ok(session)
+    }
+}
 
 /// One chat's state. Not shared: each chat owns its session.
 #[derive(Debug, Clone)]
@@ -576,216 +616,6 @@ impl Session {
                 break;
             }
         }
-    }
-
-    /// The model calls a tool directly. A declared tool may run (report its
-    /// result with [`Session::record_result`]); anything else fails as not
-    /// found, and a deferred tool is declared from the next step when
-    /// `on_miss = "activate"`, at most `max_activations` of them between two
-    /// prompts (the engine sees prompts, not the model's steps): without a
-    /// cap, a burst of direct calls would declare any number of tools at once,
-    /// which one search or load cannot. The not-found result is never evidence.
-    pub fn call(&mut self, engine: &Engine, tool: &str) -> Result<CallOutcome, ContextError> {
-        let outcome = self.decide_call(engine, tool)?;
-        Ok(self.audit_call(engine, tool, outcome))
-    }
-
-    /// A call decided without memory, for a front end serving requests that
-    /// belong to no session (docs/gateway.md): any tool the context does not hide
-    /// may run, deferred or not; deferral shapes the list, the hidden set is
-    /// the boundary. The one exception is a tool the lock defers
-    /// ([`CallOutcome::Unread`]): with no memory, nothing shows that its new
-    /// definition was read. Nothing is activated; the audit log sees the
-    /// call as [`Session::call`] writes it.
-    pub fn call_without_memory(
-        &mut self,
-        engine: &Engine,
-        tool: &str,
-    ) -> Result<CallOutcome, ContextError> {
-        let outcome = self.decide_without_memory(engine, tool)?;
-        Ok(self.audit_call(engine, tool, outcome))
-    }
-
-    fn decide_without_memory(
-        &mut self,
-        engine: &Engine,
-        tool: &str,
-    ) -> Result<CallOutcome, ContextError> {
-        let (snap, base) = self.prepare(engine)?;
-        let tools = snap.registry().tools();
-        Ok(match snap.registry().index_of(tool).map(|i| i as u32) {
-            Some(i) if base.unread(tools, i) => CallOutcome::Unread,
-            Some(i) if base.state(i) != ToolState::Hidden => CallOutcome::Allowed,
-            _ => CallOutcome::NotFound {
-                declared_next_step: false,
-            },
-        })
-    }
-
-    /// A call allowed a moment ago, decided again just before a front end
-    /// sends it on: the registry may have changed while the call waited (a
-    /// server that the call itself started again, listing other
-    /// definitions). Nothing is activated, whatever `on_miss` says.
-    /// `without_memory` is as the first decision was made
-    /// ([`Session::call_without_memory`]). When the call is no longer
-    /// allowed, its `call` event is written as refused, with what decides
-    /// the tool now, and the outcome says what the call gets instead.
-    pub fn confirm_call(
-        &mut self,
-        engine: &Engine,
-        tool: &str,
-        without_memory: bool,
-    ) -> Result<CallOutcome, ContextError> {
-        let outcome = if without_memory {
-            self.decide_without_memory(engine, tool)?
-        } else {
-            let (snap, base) = self.prepare(engine)?;
-            let i = snap.registry().index_of(tool).map(|i| i as u32);
-            match i.map(|i| (i, base.state(i))) {
-                Some((_, ToolState::Declared)) => CallOutcome::Allowed,
-                Some((i, ToolState::Deferred)) if self.is_activated(i) => CallOutcome::Allowed,
-                Some((i, ToolState::Deferred)) if base.unread(snap.registry().tools(), i) => {
-                    CallOutcome::Unread
-                }
-                _ => CallOutcome::NotFound {
-                    declared_next_step: false,
-                },
-            }
-        };
-        if outcome != CallOutcome::Allowed {
-            let waiting = self.audit.as_mut().and_then(|a| {
-                let at = a.pending.iter().position(|(t, _)| t == tool)?;
-                Some(a.pending.remove(at))
-            });
-            if waiting.is_some() {
-                let cause = self.cause_of(&engine.snapshot(), tool);
-                self.emit(|| call_event(tool.into(), Outcome::NotFound, cause, false, None, None));
-            }
-        }
-        Ok(outcome)
-    }
-
-    /// Writes a decided call's audit event (an allowed one waits for its
-    /// result), and hands the outcome back.
-    fn audit_call(&mut self, engine: &Engine, tool: &str, outcome: CallOutcome) -> CallOutcome {
-        if self.audit.is_some() {
-            let cause = self.cause_of(&engine.snapshot(), tool);
-            match outcome {
-                CallOutcome::Allowed => {
-                    let Some(a) = &mut self.audit else {
-                        return outcome;
-                    };
-                    let oldest = (a.pending.len() >= PENDING_LIMIT).then(|| a.pending.remove(0));
-                    a.pending.push((tool.to_string(), cause));
-                    if let Some((tool, cause)) = oldest {
-                        self.emit(|| call_event(tool, Outcome::Allowed, cause, false, None, None));
-                    }
-                }
-                CallOutcome::Unread => self.emit(|| {
-                    call_event(
-                        tool.to_string(),
-                        Outcome::NotFound,
-                        cause,
-                        false,
-                        None,
-                        None,
-                    )
-                }),
-                CallOutcome::NotFound { declared_next_step } => self.emit(|| {
-                    call_event(
-                        tool.to_string(),
-                        Outcome::NotFound,
-                        cause,
-                        declared_next_step,
-                        None,
-                        None,
-                    )
-                }),
-            }
-        }
-        outcome
-    }
-
-    fn decide_call(&mut self, engine: &Engine, tool: &str) -> Result<CallOutcome, ContextError> {
-        let (snap, base) = self.prepare(engine)?;
-        let Some(i) = snap.registry().index_of(tool).map(|i| i as u32) else {
-            return Ok(CallOutcome::NotFound {
-                declared_next_step: false,
-            });
-        };
-        Ok(match base.state(i) {
-            ToolState::Declared => CallOutcome::Allowed,
-            ToolState::Deferred if self.is_activated(i) => CallOutcome::Allowed,
-            // Declaring it from the next step would let it be called on
-            // the definition the model read before it changed.
-            ToolState::Deferred if base.unread(snap.registry().tools(), i) => CallOutcome::Unread,
-            ToolState::Deferred
-                if base.settings.on_miss == OnMiss::Activate
-                    && u32::from(self.misses) < base.settings.max_activations =>
-            {
-                self.misses = self.misses.saturating_add(1);
-                self.activated.insert(i);
-                CallOutcome::NotFound {
-                    declared_next_step: true,
-                }
-            }
-            ToolState::Deferred | ToolState::Idle | ToolState::Hidden => CallOutcome::NotFound {
-                declared_next_step: false,
-            },
-        })
-    }
-
-    /// The result of an allowed call, as it stands in the transcript. A
-    /// successful result of a declared tool is evidence; anything else is not.
-    pub fn record_result(
-        &mut self,
-        engine: &Engine,
-        tool: &str,
-        status: ResultStatus,
-    ) -> Result<(), ContextError> {
-        self.record_forwarded(engine, tool, status, None)
-    }
-
-    /// The result of an allowed call that a front end forwarded, with what
-    /// it learnt of it (the server, the time, `isError`) for the audit log.
-    pub fn record_forwarded(
-        &mut self,
-        engine: &Engine,
-        tool: &str,
-        status: ResultStatus,
-        forwarded: Option<Forwarded>,
-    ) -> Result<(), ContextError> {
-        let waiting = self.audit.as_mut().and_then(|a| {
-            let at = a.pending.iter().position(|(t, _)| t == tool)?;
-            Some(a.pending.remove(at))
-        });
-        if let Some((tool, cause)) = waiting {
-            self.emit(|| {
-                call_event(
-                    tool,
-                    Outcome::Allowed,
-                    cause,
-                    false,
-                    Some(status),
-                    forwarded,
-                )
-            });
-        }
-        let (snap, base) = self.prepare(engine)?;
-        if !status.is_ok() {
-            return Ok(());
-        }
-        if let Some(i) = snap.registry().index_of(tool).map(|i| i as u32) {
-            let declared = match base.state(i) {
-                ToolState::Declared => true,
-                ToolState::Deferred => self.is_activated(i),
-                ToolState::Idle | ToolState::Hidden => false,
-            };
-            if declared {
-                self.evidence.record(i);
-            }
-        }
-        Ok(())
     }
 
     /// Activations rebuilt from evidence: the tools deferred by policy in the

@@ -224,7 +224,7 @@ fn explain_points_at_the_rule_one_letter_off_and_check_at_the_misspelled_block()
 fn every_flag_has_a_help_text_and_no_help_cites_the_spec() {
     let commands = [
         "check", "explain", "fmt", "test", "plan", "search", "replay", "measure", "gateway",
-        "registry",
+        "registry", "learn",
     ];
     let option =
         regex::Regex::new(r"^\s+(-\w, )?--[a-z-]+( <[A-Z_]+>)?(\.\.\.)?( +(.*))?$").unwrap();

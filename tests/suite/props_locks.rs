@@ -441,9 +441,15 @@ proptest! {
             for t in snap.registry().tools() {
                 let direct = chat.call(&engine, &t.name).unwrap();
                 let without = chat.call_without_memory(&engine, &t.name).unwrap();
+                let shared = chat.call_shared(&engine, &t.name).unwrap();
                 if unread.contains(&t.name) {
                     prop_assert_ne!(direct, CallOutcome::Allowed, "{}\n{}", text, t.name);
                     prop_assert_ne!(without, CallOutcome::Allowed, "{}\n{}", text, t.name);
+                    prop_assert_ne!(shared, CallOutcome::Allowed, "{}\n{}", text, t.name);
+                } else {
+                    // A session several processes serve reaches what a
+                    // request without one does: every tool not hidden.
+                    prop_assert_eq!(shared, without, "{}\n{}", text, t.name);
                 }
             }
         }
@@ -451,6 +457,7 @@ proptest! {
             let loaded = chat.load(&engine, &[name]).unwrap();
             if loaded.activated.contains(name) {
                 prop_assert_eq!(chat.call(&engine, name).unwrap(), CallOutcome::Allowed);
+                prop_assert_eq!(chat.call_shared(&engine, name).unwrap(), CallOutcome::Allowed);
             }
         }
     }

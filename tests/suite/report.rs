@@ -9,14 +9,15 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-fn scratch(name: &str) -> PathBuf {
+pub fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("toolpolicy-report-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
 
-fn write_log(path: &Path, events: &[Value]) {
+/// Events as a JSON Lines audit log.
+pub fn write_log(path: &Path, events: &[Value]) {
     let text: String = events.iter().map(|e| format!("{e}\n")).collect();
     std::fs::write(path, text).unwrap();
 }

@@ -3,11 +3,11 @@
 //! Exit codes (docs/cli.md): 1 when a file has an error (or a warning, with
 //! `--deny-warnings`), 2 on a usage or I/O error, 0 otherwise.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use toolpolicy::Policy;
-use toolpolicy::diag::{Severity, SourceFile};
+use toolpolicy::diag::{Diagnostic, Severity, SourceFile};
 
 use crate::common::{self, CliError, Format};
 
@@ -79,25 +79,13 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         let (source, diags) = match std::str::from_utf8(&bytes) {
             Ok(text) => {
                 let source = SourceFile::new(name, text);
-                let (mut policy, mut diags) = Policy::parse_with_diagnostics(source.clone());
-                // The lock it names loads with it: one that cannot be read
-                // is an error, never "no lock".
-                if !diags.iter().any(|d| d.severity == Severity::Error)
-                    && let Err(e) = toolpolicy::lock::attach(&mut policy, path)
-                {
-                    diags.extend(e.diagnostics);
-                }
-                if !diags.iter().any(|d| d.severity == Severity::Error) {
-                    diags.extend(toolpolicy::lint::lint_with(
-                        &policy,
-                        &toolpolicy::lint::Options {
-                            registry: registry.as_ref(),
-                            skills: skills.as_ref(),
-                            max_tokens: args.max_tokens,
-                            engine_search: args.engine_tools,
-                        },
-                    ));
-                }
+                let options = toolpolicy::lint::Options {
+                    registry: registry.as_ref(),
+                    skills: skills.as_ref(),
+                    max_tokens: args.max_tokens,
+                    engine_search: args.engine_tools,
+                };
+                let diags = diagnose(&source, path, &options);
                 (source, diags)
             }
             Err(_) => match Policy::from_bytes(name, &bytes) {
@@ -163,6 +151,28 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Every finding about one policy file: its errors, then (when it loads)
+/// the lock or terms file it names and the lints. `policy lsp` publishes
+/// the same.
+pub fn diagnose(
+    source: &SourceFile,
+    path: &Path,
+    options: &toolpolicy::lint::Options<'_>,
+) -> Vec<Diagnostic> {
+    let (mut policy, mut diags) = Policy::parse_with_diagnostics(source.clone());
+    // The lock it names loads with it: one that cannot be read is an error,
+    // never "no lock".
+    if !diags.iter().any(|d| d.severity == Severity::Error)
+        && let Err(e) = toolpolicy::lock::attach(&mut policy, path)
+    {
+        diags.extend(e.diagnostics);
+    }
+    if !diags.iter().any(|d| d.severity == Severity::Error) {
+        diags.extend(toolpolicy::lint::lint_with(&policy, options));
+    }
+    diags
 }
 
 fn counts(errors: usize, warnings: usize) -> String {

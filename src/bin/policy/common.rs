@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use clap::ValueEnum;
 use toolpolicy::diag::SourceFile;
 use toolpolicy::registry::LoadWarning;
-use toolpolicy::{Policy, Registry, SkillList};
+use toolpolicy::{Context, Policy, Registry, SkillList};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub enum Format {
@@ -82,13 +82,40 @@ pub fn render(format: Format, file: &SourceFile, diags: &[toolpolicy::diag::Diag
     }
 }
 
-/// Loads a policy and the lock it names; its errors are printed (to
-/// stderr) and the command fails with 1.
+/// Loads a policy and the files it names (its lock, its terms file); its
+/// errors are printed (to stderr) and the command fails with 1.
 pub fn load_policy(path: &Path, format: Format) -> Result<Policy, CliError> {
+    load_policy_with(path, format, false)
+}
+
+/// [`load_policy`] for the command that writes the terms file: a terms file
+/// that is not there yet is an empty one.
+pub fn load_policy_new_terms(path: &Path, format: Format) -> Result<Policy, CliError> {
+    load_policy_with(path, format, true)
+}
+
+fn load_policy_with(path: &Path, format: Format, new_terms: bool) -> Result<Policy, CliError> {
     let bytes = read(path)?;
     Policy::from_bytes(path.display().to_string(), &bytes)
         .and_then(|mut policy| {
-            toolpolicy::lock::attach(&mut policy, path)?;
+            let terms = policy
+                .terms
+                .as_ref()
+                .filter(|_| new_terms)
+                .and_then(|t| toolpolicy::lock::resolve_terms(path, &t.path).ok());
+            toolpolicy::lock::attach_with(
+                &mut policy,
+                path,
+                |file| match toolpolicy::input::read(file) {
+                    Err(e)
+                        if e.kind() == std::io::ErrorKind::NotFound
+                            && terms.as_deref() == Some(file) =>
+                    {
+                        Ok(Vec::new())
+                    }
+                    other => other,
+                },
+            )?;
             Ok(policy)
         })
         .map_err(|e| {
@@ -188,4 +215,22 @@ pub fn print_json<T: serde::Serialize>(value: &T) -> Result<(), CliError> {
     let text = serde_json::to_string_pretty(value).map_err(|e| CliError::Usage(e.to_string()))?;
     println!("{text}");
     Ok(())
+}
+
+/// A context in words (mode `m`, bot `b`, flags `f`; or no mode): how
+/// `policy explain`, its matrix and the editor's hover name a context.
+pub fn context_words(ctx: &Context) -> String {
+    let mut parts = Vec::new();
+    parts.push(match &ctx.mode {
+        Some(m) => format!("mode `{m}`"),
+        None => "no mode".to_string(),
+    });
+    if let Some(b) = &ctx.bot {
+        parts.push(format!("bot `{b}`"));
+    }
+    if !ctx.flags.is_empty() {
+        let flags: Vec<String> = ctx.flags.iter().map(|f| format!("`{f}`")).collect();
+        parts.push(format!("flags {}", flags.join(", ")));
+    }
+    parts.join(", ")
 }

@@ -13,7 +13,7 @@ use toolpolicy::decision::CauseKind;
 use toolpolicy::explain::{Explanation, Status, explain, note_lock, note_plan};
 use toolpolicy::{Context, ItemRef, Policy, Registry, SkillList, Table};
 
-use crate::common::{self, CliError, Format};
+use crate::common::{self, CliError, Format, context_words};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -227,22 +227,6 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn context_words(ctx: &Context) -> String {
-    let mut parts = Vec::new();
-    parts.push(match &ctx.mode {
-        Some(m) => format!("mode `{m}`"),
-        None => "no mode".to_string(),
-    });
-    if let Some(b) = &ctx.bot {
-        parts.push(format!("bot `{b}`"));
-    }
-    if !ctx.flags.is_empty() {
-        let flags: Vec<String> = ctx.flags.iter().map(|f| format!("`{f}`")).collect();
-        parts.push(format!("flags {}", flags.join(", ")));
-    }
-    parts.join(", ")
-}
-
 fn cause_words(c: CauseKind) -> &'static str {
     match c {
         CauseKind::Guard => "a guard is always declared",
@@ -289,26 +273,7 @@ pub fn render(out: &mut String, policy: &Policy, e: &Explanation) {
         let _ = writeln!(out, "  not declared: {why}");
     }
     if let Some(r) = &e.cause.rule {
-        // Point at the selector that matched, or at the whole statement.
-        let (line, column, width) = match &e.cause.selector {
-            Some(s) => (s.line, s.column, s.text.chars().count()),
-            None => (r.line, r.column, r.text.chars().count()),
-        };
-        let src = policy.source.line_text(line);
-        let width = width
-            .min(src.chars().count().saturating_sub(column - 1))
-            .max(1);
-        let gutter = line.to_string().len();
-        let _ = writeln!(out, "  {:gutter$}--> {}:{}:{}", "", r.file, line, column);
-        let _ = writeln!(out, "  {:gutter$} |", "");
-        let _ = writeln!(out, "  {line} | {src}");
-        let _ = writeln!(
-            out,
-            "  {:gutter$} | {}{}",
-            "",
-            " ".repeat(column - 1),
-            "^".repeat(width)
-        );
+        let gutter = caret(out, policy, r, e.cause.selector.as_ref());
         if let Some(a) = &e.cause.annotation {
             let _ = writeln!(out, "  {:gutter$} = {a}", "");
         }
@@ -396,4 +361,35 @@ pub fn render(out: &mut String, policy: &Policy, e: &Explanation) {
         }
     }
     out.push('\n');
+}
+
+/// The statement's position and its source line with a caret under the
+/// selector that matched (or the whole statement); returns the gutter width.
+pub fn caret(
+    out: &mut String,
+    policy: &Policy,
+    r: &toolpolicy::explain::RuleRef,
+    selector: Option<&toolpolicy::explain::Located>,
+) -> usize {
+    // Point at the selector that matched, or at the whole statement.
+    let (line, column, width) = match selector {
+        Some(s) => (s.line, s.column, s.text.chars().count()),
+        None => (r.line, r.column, r.text.chars().count()),
+    };
+    let src = policy.source.line_text(line);
+    let width = width
+        .min(src.chars().count().saturating_sub(column - 1))
+        .max(1);
+    let gutter = line.to_string().len();
+    let _ = writeln!(out, "  {:gutter$}--> {}:{}:{}", "", r.file, line, column);
+    let _ = writeln!(out, "  {:gutter$} |", "");
+    let _ = writeln!(out, "  {line} | {src}");
+    let _ = writeln!(
+        out,
+        "  {:gutter$} | {}{}",
+        "",
+        " ".repeat(column - 1),
+        "^".repeat(width)
+    );
+    gutter
 }

@@ -25,13 +25,19 @@ macro_rules! println {
 mod audit_args;
 mod check;
 mod common;
+mod coverage;
 mod diff;
 mod explain;
+#[cfg(feature = "gateway")]
+mod export;
 mod files;
 mod fmt;
 #[cfg(feature = "gateway")]
 mod gateway;
+mod learn;
+mod line_diff;
 mod lock;
+mod lsp;
 mod matrix;
 mod measure;
 mod plan;
@@ -83,14 +89,23 @@ enum Command {
     Measure(measure::Args),
     /// What audit logs show: empty searches, search misses, tools to declare or defer, refusals
     Report(report::Args),
+    /// Learn search terms from audit logs: queries that found nothing fitting, then the deferred tool used
+    Learn(learn::Args),
     /// An MCP server on standard input/output that puts the servers of a servers file behind a policy
     #[cfg(feature = "gateway")]
-    Gateway(gateway::Args),
+    Gateway(Box<gateway::Args>),
     /// Start the servers of a servers file and write the registry the gateway would serve
     #[cfg(feature = "gateway")]
     Registry(registry::Args),
+    /// What a change of policy changes: every tool and skill decided under both, only what differs
+    Diff(diff::Args),
+    /// Write the policy into an MCP client's own settings (Claude Code, Codex, Gemini CLI, opencode...), with what the client cannot hold
+    #[cfg(feature = "gateway")]
+    Export(export::Args),
     /// Write the lock of approved tool definitions the policy names, or check the registry against it
     Lock(lock::Args),
+    /// A language server on standard input/output for `.policy` files: diagnostics, hover, completion, formatting, quick fixes
+    Lsp(lsp::Args),
 }
 
 fn main() -> ExitCode {
@@ -106,11 +121,16 @@ fn main() -> ExitCode {
         Command::Replay(a) => replay::run(a),
         Command::Measure(a) => measure::run(a),
         Command::Report(a) => report::run(a),
+        Command::Learn(a) => learn::run(a),
         #[cfg(feature = "gateway")]
-        Command::Gateway(a) => gateway::run(a),
+        Command::Gateway(a) => gateway::run(*a),
         #[cfg(feature = "gateway")]
         Command::Registry(a) => registry::run(a),
+        Command::Diff(a) => diff::run(a),
+        #[cfg(feature = "gateway")]
+        Command::Export(a) => export::run(a),
         Command::Lock(a) => lock::run(a),
+        Command::Lsp(a) => lsp::run(a),
     };
     match result {
         Ok(code) => code,

@@ -17,8 +17,7 @@ use toolpolicy::decision::{CauseKind, Exposure};
 use toolpolicy::explain::NOTHING_DEFERRED;
 use toolpolicy::{Context, Decision, ItemRef, Policy, Registry, Resolved, SkillList, Table};
 
-use crate::common::{CliError, Format};
-use crate::explain::context_words;
+use crate::common::{CliError, Format, context_words};
 
 // Fields in alphabetical order, the order the JSON always had.
 #[derive(Serialize)]

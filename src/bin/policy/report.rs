@@ -6,27 +6,27 @@
 //! sessions and their tokens, searches that activated nothing, search
 //! misses, deferred tools loaded in most sessions, declared tools never
 //! called, refusals by cause and per-server call latency. A line that is not
-//! an event, or is longer than [`MAX_LINE_BYTES`], is counted and named by
-//! file and line, never a stop.
+//! an event, or is longer than the library's line limit, is counted and
+//! named by file and line, never a stop.
 //!
-//! [`chats`] puts sessions back together from the events (requests without
-//! a session by their caller, client and context); [`Checker`] tries each
-//! suggested line on the policy.
+//! The library reads the logs (`toolpolicy::audit::read`) and puts sessions
+//! back together from the events (`toolpolicy::audit::sessions`: requests
+//! without a session by their caller, client and context); [`Checker`] tries
+//! each suggested line on the policy.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::io::BufRead;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use serde::{Deserialize, Serialize};
-use toolpolicy::audit::{Event, EventKind, Outcome};
+use serde::Serialize;
+use toolpolicy::audit::read::{self, BadLine, Line, Logged};
+use toolpolicy::audit::sessions::{Sessions, ToolId, Usage};
+use toolpolicy::audit::{EventContext, EventKind, Outcome};
 use toolpolicy::runtime::{DEFAULT_CALL_TOOL, DEFAULT_SEARCH_TOOL};
 use toolpolicy::{CauseKind, Context, Exposure, ItemRef, Policy, Registry, Table};
 
 use crate::common::{self, CliError, Format};
 use crate::runtime_args::thousands;
-
-use chats::{Chats, Ctx, Usage};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -58,24 +58,11 @@ pub struct Args {
 const BAD_LINES_SHOWN: usize = 20;
 /// Queries, misses and refusals listed per section at most.
 const LISTED: usize = 50;
-/// The longest line read as an event. The longest event a front end writes
-/// is a plan's `list` of tool names, some 130 bytes a tool at most: 4 MiB
-/// holds the names of 30,000 tools. A longer line is a bad line, read past
-/// without being held.
-pub const MAX_LINE_BYTES: usize = 4 << 20;
 /// Queries of empty searches counted one by one; past this many different
 /// ones, a new query is only counted in the total.
 const EMPTY_QUERIES_KEPT: usize = 10_000;
 /// Other tools a suggestion would change, named at most.
 const ALSO_NAMED: usize = 5;
-
-#[derive(Deserialize)]
-struct Logged {
-    #[serde(default)]
-    ts: Option<String>,
-    #[serde(flatten)]
-    event: Event,
-}
 
 #[derive(Serialize, Clone)]
 struct Miss {
@@ -119,13 +106,6 @@ struct Latency {
 }
 
 #[derive(Serialize)]
-struct BadLine {
-    file: String,
-    line: usize,
-    message: String,
-}
-
-#[derive(Serialize)]
 struct Report {
     events: u64,
     sessions: usize,
@@ -151,16 +131,16 @@ struct Report {
 /// A refusal's cause, rule text and `file:line`.
 type RefusalKey = (String, Option<String>, Option<String>);
 
-/// What the events say one by one; sessions are [`Chats`]' business.
+/// What the events say one by one; sessions are [`Sessions`]' business.
 #[derive(Default)]
 struct Reader {
     events: u64,
-    chats: Chats,
+    chats: Sessions,
     empty: HashMap<String, u64>,
     /// Empty searches whose query was not kept (past [`EMPTY_QUERIES_KEPT`]).
     empty_other: u64,
     /// Tools called and allowed, by their number in `chats`.
-    called: BTreeSet<u32>,
+    called: BTreeSet<ToolId>,
     /// By cause, rule text and place: how many, and some of the tools.
     refusals: BTreeMap<RefusalKey, (u64, BTreeSet<String>)>,
     latency: BTreeMap<String, (Vec<f64>, usize)>,
@@ -177,7 +157,7 @@ impl Reader {
         let event = logged.event;
         self.events += 1;
         self.chats
-            .read(&event, logged.ts.as_deref().and_then(chats::millis));
+            .read(&event, logged.ts.as_deref().and_then(read::millis));
         match event.kind {
             EventKind::Reload { ok, .. } => {
                 self.reloads += 1;
@@ -242,421 +222,10 @@ impl Reader {
         }
     }
 
-    fn bad_line(&mut self, file: &std::path::Path, line: usize, message: String) {
+    fn bad_line(&mut self, bad: BadLine) {
         self.bad += 1;
         if self.bad_shown.len() < BAD_LINES_SHOWN {
-            self.bad_shown.push(BadLine {
-                file: file.display().to_string(),
-                line,
-                message,
-            });
-        }
-    }
-}
-
-/// Putting sessions back together from their events, and what they add up
-/// to: how many, their turns and tokens, the tools each loaded and first
-/// declared, the search misses. It needs nothing but the events.
-///
-/// A session's events carry its name. A request that belongs to no session
-/// (`sessionless`: MCP's 2026-07-28 requests over HTTP) is named alone, so
-/// requests are grouped by what stays the same across one client's: its
-/// caller, the client's own name and the context; a group's requests are
-/// one session until [`chats::IDLE_MS`] pass without one, as the gateway
-/// ends an idle session. What a session adds to the totals is added as its
-/// events are read, so that a group holds only what the next request needs
-/// (the last list and the last search), however many requests it had.
-mod chats {
-    use std::collections::{BTreeSet, HashMap, HashSet};
-    use std::rc::Rc;
-
-    use toolpolicy::audit::{Event, EventKind, Outcome};
-
-    /// How long one client's requests without a session may pause and still
-    /// be one session: as long as the gateway keeps an idle session open
-    /// (`--session-idle`).
-    pub const IDLE_MS: i64 = 30 * 60 * 1000;
-
-    /// A context as the log keeps it: mode, bot, flags (sorted).
-    pub type Ctx = (Option<String>, Option<String>, Vec<String>);
-
-    /// In how many sessions, and in which contexts (by number).
-    #[derive(Default)]
-    pub struct Usage {
-        pub sessions: usize,
-        pub contexts: BTreeSet<u32>,
-    }
-
-    /// A search miss: the query and the tool (by number).
-    pub struct Miss {
-        pub query: Option<Rc<str>>,
-        pub tool: u32,
-    }
-
-    #[derive(Default)]
-    pub struct Chats {
-        /// Tool names by number, and numbers by name.
-        tools: Vec<Box<str>>,
-        tool_ids: HashMap<Box<str>, u32>,
-        contexts: Vec<Ctx>,
-        context_ids: HashMap<Ctx, u32>,
-        sessions: HashMap<Box<str>, Chat>,
-        groups: HashMap<GroupKey, Group>,
-        pub totals: Totals,
-    }
-
-    /// What every session added.
-    #[derive(Default)]
-    pub struct Totals {
-        pub sessions: usize,
-        /// Of `sessions`, those gathered from requests without a session.
-        pub from_requests: usize,
-        pub turns: u64,
-        pub tokens: u64,
-        pub all_declared: u64,
-        /// By tool: the sessions that loaded it (activated it, or reached it
-        /// undeclared without a session).
-        pub loaded: HashMap<u32, Usage>,
-        /// By tool: the sessions whose first list declared it.
-        pub declared: HashMap<u32, Usage>,
-        /// The first [`super::LISTED`] misses, each query and tool once.
-        pub misses: Vec<Miss>,
-        miss_seen: HashSet<(Option<Rc<str>>, u32)>,
-    }
-
-    /// The caller, the client and the context of requests without a session.
-    type GroupKey = (Option<Box<str>>, Option<Box<str>>, u32);
-
-    struct Group {
-        chat: Chat,
-        /// The time of its last request, in milliseconds.
-        last: Option<i64>,
-    }
-
-    #[derive(Default)]
-    struct Chat {
-        context: u32,
-        /// A list was read: the next is not the first.
-        listed: bool,
-        /// The tools declared at the last list (sorted); `None` before one.
-        declared: Option<Rc<[u32]>>,
-        /// Tools this session loaded, each counted once.
-        loaded: HashSet<u32>,
-        last_search: Option<LastSearch>,
-    }
-
-    /// The last search: its query, what it returned, what was declared.
-    struct LastSearch {
-        query: Option<Rc<str>>,
-        returned: HashSet<u32>,
-        declared: Option<Rc<[u32]>>,
-        /// Tools already counted as missed by this search.
-        missed: HashSet<u32>,
-    }
-
-    impl Chats {
-        pub fn tool_id(&mut self, name: &str) -> u32 {
-            if let Some(&id) = self.tool_ids.get(name) {
-                return id;
-            }
-            let id = self.tools.len() as u32;
-            self.tools.push(name.into());
-            self.tool_ids.insert(name.into(), id);
-            id
-        }
-
-        pub fn tool(&self, id: u32) -> &str {
-            &self.tools[id as usize]
-        }
-
-        /// Every tool the events name.
-        pub fn tools(&self) -> impl Iterator<Item = &str> {
-            self.tools.iter().map(|t| &**t)
-        }
-
-        pub fn contexts(&self) -> &[Ctx] {
-            &self.contexts
-        }
-
-        fn context_id(&mut self, event: &Event) -> u32 {
-            let ctx: Ctx = match &event.context {
-                Some(c) => {
-                    let mut flags = c.flags.clone();
-                    flags.sort();
-                    (c.mode.clone(), c.bot.clone(), flags)
-                }
-                None => Ctx::default(),
-            };
-            if let Some(&id) = self.context_ids.get(&ctx) {
-                return id;
-            }
-            let id = self.contexts.len() as u32;
-            self.contexts.push(ctx.clone());
-            self.context_ids.insert(ctx, id);
-            id
-        }
-
-        /// Reads one event, written at `at` (milliseconds) if known.
-        pub fn read(&mut self, event: &Event, at: Option<i64>) {
-            let Some(name) = &event.session else {
-                return;
-            };
-            let context = self.context_id(event);
-            // Tool numbers first: the session is borrowed from here on.
-            let ids = |chats: &mut Chats, names: &[String]| -> Vec<u32> {
-                names.iter().map(|n| chats.tool_id(n)).collect()
-            };
-            let step = match &event.kind {
-                EventKind::List {
-                    names,
-                    tokens,
-                    all_declared,
-                    ..
-                } => {
-                    let mut declared = ids(self, names);
-                    declared.sort_unstable();
-                    declared.dedup();
-                    Step::List(declared.into(), *tokens, *all_declared)
-                }
-                EventKind::Search {
-                    query,
-                    names,
-                    activated,
-                    already_active,
-                    matched,
-                    status,
-                    ..
-                } if status.is_ok() => {
-                    // A search by exact names alone asks nothing of the ranking.
-                    let asked = query.as_deref().is_none_or(|q| !q.trim().is_empty());
-                    let returned = [names, activated, already_active, matched]
-                        .into_iter()
-                        .flat_map(|list| ids(self, list))
-                        .collect();
-                    Step::Search {
-                        query: query.as_deref().map(Rc::from),
-                        asked,
-                        activated: ids(self, activated),
-                        returned,
-                    }
-                }
-                EventKind::Load {
-                    names, activated, ..
-                } => Step::Load(ids(self, activated), ids(self, names)),
-                EventKind::Call {
-                    tool,
-                    outcome: Outcome::Allowed,
-                    ..
-                } => Step::Allowed(self.tool_id(tool)),
-                EventKind::Call {
-                    tool,
-                    outcome: Outcome::NotFound,
-                    declared_next_step: true,
-                    ..
-                } => Step::Declared(self.tool_id(tool)),
-                _ => Step::Other,
-            };
-            let totals = &mut self.totals;
-            let chat = if event.sessionless {
-                let key = (
-                    event.caller.as_deref().map(Box::from),
-                    event.client.as_deref().map(Box::from),
-                    context,
-                );
-                let group = self.groups.entry(key).or_insert_with(|| {
-                    totals.sessions += 1;
-                    totals.from_requests += 1;
-                    Group {
-                        chat: Chat {
-                            context,
-                            ..Chat::default()
-                        },
-                        last: None,
-                    }
-                });
-                if let (Some(at), Some(last)) = (at, group.last)
-                    && (at - last).abs() > IDLE_MS
-                {
-                    // A new session of the same client: it lists what the
-                    // last one did (the same context, the same first turn).
-                    totals.sessions += 1;
-                    totals.from_requests += 1;
-                    group.chat = Chat {
-                        context,
-                        declared: group.chat.declared.take(),
-                        ..Chat::default()
-                    };
-                }
-                group.last = at.or(group.last);
-                &mut group.chat
-            } else {
-                if !self.sessions.contains_key(name.as_str()) {
-                    totals.sessions += 1;
-                    self.sessions.insert(name.as_str().into(), Chat::default());
-                }
-                let Some(chat) = self.sessions.get_mut(name.as_str()) else {
-                    return;
-                };
-                chat.context = context;
-                chat
-            };
-            chat.step(step, event.sessionless, totals);
-        }
-    }
-
-    /// What an event tells of its session, with tools by number.
-    enum Step {
-        /// The declared tools (sorted), tokens, tokens with every tool.
-        List(Rc<[u32]>, u64, u64),
-        Search {
-            query: Option<Rc<str>>,
-            asked: bool,
-            activated: Vec<u32>,
-            returned: HashSet<u32>,
-        },
-        /// Activated, and the names asked for.
-        Load(Vec<u32>, Vec<u32>),
-        Allowed(u32),
-        /// Refused, and declared from the next step (`on_miss`).
-        Declared(u32),
-        Other,
-    }
-
-    impl Chat {
-        fn step(&mut self, step: Step, sessionless: bool, totals: &mut Totals) {
-            match step {
-                Step::List(declared, tokens, all_declared) => {
-                    totals.turns += 1;
-                    totals.tokens += tokens;
-                    totals.all_declared += all_declared;
-                    if !std::mem::replace(&mut self.listed, true) {
-                        for &t in declared.iter() {
-                            let u = totals.declared.entry(t).or_default();
-                            u.sessions += 1;
-                            u.contexts.insert(self.context);
-                        }
-                    }
-                    self.declared = Some(declared);
-                }
-                Step::Search {
-                    query,
-                    asked,
-                    activated,
-                    returned,
-                } => {
-                    for t in activated {
-                        self.load(t, totals);
-                    }
-                    self.last_search = asked.then(|| LastSearch {
-                        query,
-                        returned,
-                        declared: self.declared.clone(),
-                        missed: HashSet::new(),
-                    });
-                }
-                Step::Load(activated, names) => {
-                    for t in activated {
-                        self.load(t, totals);
-                    }
-                    for t in names {
-                        self.miss(t, totals);
-                    }
-                }
-                Step::Allowed(t) => {
-                    self.miss(t, totals);
-                    // Without a session a call reaches a deferred tool at
-                    // once: a tool the list did not declare was loaded.
-                    if sessionless
-                        && let Some(declared) = &self.declared
-                        && declared.binary_search(&t).is_err()
-                    {
-                        self.load(t, totals);
-                    }
-                }
-                Step::Declared(t) => self.load(t, totals),
-                Step::Other => {}
-            }
-        }
-
-        fn load(&mut self, tool: u32, totals: &mut Totals) {
-            let u = totals.loaded.entry(tool).or_default();
-            u.contexts.insert(self.context);
-            if self.loaded.insert(tool) {
-                u.sessions += 1;
-            }
-        }
-
-        /// A call or load of `tool` after a search that did not return it,
-        /// of a tool that was not declared when the model searched. A call
-        /// the policy refused is no miss: a hidden or ungranted tool is not
-        /// one the search should have found.
-        fn miss(&mut self, tool: u32, totals: &mut Totals) {
-            let Some(last) = &mut self.last_search else {
-                return;
-            };
-            let declared = last
-                .declared
-                .as_ref()
-                .is_some_and(|d| d.binary_search(&tool).is_ok());
-            if last.returned.contains(&tool) || declared || !last.missed.insert(tool) {
-                return;
-            }
-            if totals.misses.len() >= super::LISTED
-                || !totals.miss_seen.insert((last.query.clone(), tool))
-            {
-                return;
-            }
-            totals.misses.push(Miss {
-                query: last.query.clone(),
-                tool,
-            });
-        }
-    }
-
-    /// `2026-12-01T12:00:00.123Z` in milliseconds since 1970; `None` for
-    /// anything else.
-    pub fn millis(ts: &str) -> Option<i64> {
-        let b = ts.as_bytes();
-        let num = |r: std::ops::Range<usize>| -> Option<i64> {
-            let s = ts.get(r)?;
-            s.bytes()
-                .all(|c| c.is_ascii_digit())
-                .then(|| s.parse().ok())?
-        };
-        if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' {
-            return None;
-        }
-        let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-        let (h, min, s) = (num(11..13)?, num(14..16)?, num(17..19)?);
-        let ms = match b.get(19) {
-            Some(b'.') => num(20..23).unwrap_or(0),
-            _ => 0,
-        };
-        if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
-            return None;
-        }
-        // Days from civil, after Howard Hinnant's algorithm.
-        let y = if m <= 2 { y - 1 } else { y };
-        let era = y.div_euclid(400);
-        let yoe = y - era * 400;
-        let mp = (m + 9) % 12;
-        let doy = (153 * mp + 2) / 5 + d - 1;
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-        let days = era * 146_097 + doe - 719_468;
-        Some(((days * 24 + h) * 60 + min) * 60_000 + s * 1000 + ms)
-    }
-
-    #[cfg(test)]
-    mod tests {
-        #[test]
-        fn millis_reads_the_log_s_times() {
-            assert_eq!(super::millis("1970-01-01T00:00:00.000Z"), Some(0));
-            assert_eq!(
-                super::millis("2026-12-01T12:00:00.123Z"),
-                Some(1_796_126_400_123)
-            );
-            assert_eq!(super::millis("2026-12-01"), None);
-            assert_eq!(super::millis("2026-13-01T00:00:00.000Z"), None);
+            self.bad_shown.push(bad);
         }
     }
 }
@@ -743,7 +312,7 @@ impl<'a> Checker<'a> {
         policy: &'a Policy,
         registry: Option<&'a Registry>,
         logged_tools: impl Iterator<Item = &'t str>,
-        contexts: &[Ctx],
+        contexts: &[EventContext],
     ) -> Checker<'a> {
         let mut tools: Vec<String> = Vec::new();
         let mut index = HashMap::new();
@@ -757,17 +326,8 @@ impl<'a> Checker<'a> {
             add(&t.name);
         }
         logged_tools.for_each(&mut add);
-        let contexts: Vec<Option<Context>> = contexts
-            .iter()
-            .map(|(mode, bot, flags)| {
-                Some(Context {
-                    mode: mode.clone(),
-                    bot: bot.clone(),
-                    flags: flags.iter().cloned().collect(),
-                    grants: None,
-                })
-            })
-            .collect();
+        let contexts: Vec<Option<Context>> =
+            contexts.iter().map(|c| Some(c.to_context())).collect();
         let mut checker = Checker {
             policy,
             registry,
@@ -867,58 +427,6 @@ impl<'a> Checker<'a> {
     }
 }
 
-/// One line as an event. The number `ms` is taken out before the rest is
-/// read: with the arbitrary-precision numbers the registry needs, serde
-/// cannot read a number inside a flattened enum.
-fn parse(text: &str) -> Result<Logged, serde_json::Error> {
-    let mut value: serde_json::Value = serde_json::from_str(text)?;
-    let ms = value
-        .as_object_mut()
-        .and_then(|o| o.remove("ms"))
-        .and_then(|ms| ms.as_f64());
-    let mut logged: Logged = serde_json::from_value(value)?;
-    if let EventKind::Call { ms: slot, .. } = &mut logged.event.kind {
-        *slot = ms;
-    }
-    Ok(logged)
-}
-
-/// Reads one line into `buf`, keeping at most `cap` bytes of it and
-/// reading past the rest: the line's length (without its newline), or
-/// `None` at the end.
-fn read_line(
-    input: &mut impl BufRead,
-    buf: &mut Vec<u8>,
-    cap: usize,
-) -> std::io::Result<Option<u64>> {
-    buf.clear();
-    let mut len: u64 = 0;
-    let mut any = false;
-    loop {
-        let chunk = match input.fill_buf() {
-            Ok(c) => c,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        if chunk.is_empty() {
-            return Ok(any.then_some(len));
-        }
-        any = true;
-        let (part, done) = match chunk.iter().position(|&b| b == b'\n') {
-            Some(i) => (&chunk[..i], true),
-            None => (chunk, false),
-        };
-        let room = cap.saturating_sub(buf.len());
-        buf.extend_from_slice(&part[..part.len().min(room)]);
-        len += part.len() as u64;
-        let used = part.len() + usize::from(done);
-        input.consume(used);
-        if done {
-            return Ok(Some(len));
-        }
-    }
-}
-
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
@@ -937,51 +445,24 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         toolpolicy::lock::mark(r, p);
     }
     let mut reader = Reader::default();
-    for path in &args.logs {
-        let file = std::fs::File::open(path).map_err(|e| CliError::Io(path.clone(), e))?;
-        let mut lines = std::io::BufReader::with_capacity(64 * 1024, file);
-        let mut buf = Vec::new();
-        let mut n = 0;
-        loop {
-            let len = match read_line(&mut lines, &mut buf, MAX_LINE_BYTES) {
-                Ok(None) => break,
-                Ok(Some(len)) => len,
-                Err(e) => return Err(CliError::Io(path.clone(), e)),
-            };
-            n += 1;
-            if len > MAX_LINE_BYTES as u64 {
-                let message = format!(
-                    "a line of {} bytes, longer than the {} MiB an event may be",
-                    thousands(len),
-                    MAX_LINE_BYTES >> 20
-                );
-                reader.bad_line(path, n, message);
-                continue;
+    read::read_logs(&args.logs, |line| match line {
+        Line::Bad(bad) => reader.bad_line(bad),
+        Line::Event(logged) => {
+            if let (Some(since), Some(ts)) = (&args.since, &logged.ts)
+                && ts.as_str() < since.as_str()
+            {
+                return;
             }
-            let text = String::from_utf8_lossy(&buf);
-            let text = text.trim();
-            if text.is_empty() {
-                continue;
+            if let Some(caller) = &args.caller
+                && logged.event.session.is_some()
+                && logged.event.caller.as_ref() != Some(caller)
+            {
+                return;
             }
-            match parse(text) {
-                Ok(logged) => {
-                    if let (Some(since), Some(ts)) = (&args.since, &logged.ts)
-                        && ts.as_str() < since.as_str()
-                    {
-                        continue;
-                    }
-                    if let Some(caller) = &args.caller
-                        && logged.event.session.is_some()
-                        && logged.event.caller.as_ref() != Some(caller)
-                    {
-                        continue;
-                    }
-                    reader.read(logged);
-                }
-                Err(e) => reader.bad_line(path, n, e.to_string()),
-            }
+            reader.read(*logged);
         }
-    }
+    })
+    .map_err(|e| CliError::Io(e.path, e.error))?;
     let report = summarize(reader, policy.as_ref(), registry.as_ref());
     match args.format {
         Format::Json => common::print_json(&report)?,
@@ -1035,7 +516,7 @@ fn suggest<'u>(
 
 fn summarize(r: Reader, policy: Option<&Policy>, registry: Option<&Registry>) -> Report {
     let chats = &r.chats;
-    let totals = &chats.totals;
+    let totals = chats.totals();
     let sessions = totals.sessions;
     let checker = policy.map(|p| Checker::new(p, registry, chats.tools(), chats.contexts()));
     let loaded = totals
@@ -1285,65 +766,5 @@ fn human(r: &Report) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_line_past_the_cap_is_read_past_and_only_its_length_kept() {
-        let text = format!("{}\n{{}}\nlast", "x".repeat(100));
-        let mut input = std::io::BufReader::with_capacity(7, text.as_bytes());
-        let mut buf = Vec::new();
-        assert_eq!(read_line(&mut input, &mut buf, 10).unwrap(), Some(100));
-        assert_eq!(buf.len(), 10);
-        assert_eq!(read_line(&mut input, &mut buf, 10).unwrap(), Some(2));
-        assert_eq!(buf, b"{}");
-        assert_eq!(read_line(&mut input, &mut buf, 10).unwrap(), Some(4));
-        assert_eq!(buf, b"last");
-        assert_eq!(read_line(&mut input, &mut buf, 10).unwrap(), None);
-    }
-
-    #[test]
-    fn names_that_read_as_other_selectors_are_quoted() {
-        assert_eq!(selector("Read").as_deref(), Some("Read"));
-        assert_eq!(selector("mcp:git/x").as_deref(), Some("mcp:git/x"));
-        for name in ["hint:destructive", "HINT:x", "skill:a", "Source:b", "a b"] {
-            assert_eq!(selector(name), Some(format!("\"{name}\"")));
-        }
-        assert_eq!(selector("a*"), None);
-    }
-
-    /// A line that would decide other tools too is not suggested as is,
-    /// and those tools are named.
-    #[test]
-    fn a_line_that_changes_other_tools_is_named_with_them() {
-        let policy = Policy::parse("p.policy", "Defer(*)\n").unwrap();
-        let registry = Registry::from_json(
-            r#"[{"name": "hint:destructive", "description": "A."},
-                {"name": "Rm", "description": "B.", "annotations": {"destructiveHint": true}},
-                {"name": "Ls", "description": "C.", "annotations": {"readOnlyHint": true}}]"#,
-        )
-        .unwrap();
-        let contexts = [Ctx::default()];
-        let checker = Checker::new(&policy, Some(&registry), std::iter::empty(), &contexts);
-        let seen = BTreeSet::from([0]);
-        let tool = "hint:destructive";
-        assert_eq!(
-            checker.check("NoDefer(hint:destructive)", tool, &seen, Exposure::Active),
-            Verdict::AlsoChanges(vec!["Rm".into()])
-        );
-        assert_eq!(
-            checker.check(
-                "NoDefer(\"hint:destructive\")",
-                tool,
-                &seen,
-                Exposure::Active
-            ),
-            Verdict::Applies
-        );
-        // Already deferred: nothing to suggest.
-        assert_eq!(
-            checker.check("Defer(Rm)", "Rm", &seen, Exposure::Deferred),
-            Verdict::Nothing
-        );
-    }
-}
+#[path = "report_tests.rs"]
+mod tests;

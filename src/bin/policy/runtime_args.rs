@@ -101,15 +101,7 @@ pub fn mode_required(modes: &[String]) -> CliError {
 
 /// `1234567` as `1,234,567`.
 pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    toolpolicy::render::thousands(usize::try_from(n).unwrap_or(usize::MAX))
 }
 
 /// Names joined for a human line, or `(none)`.
