@@ -23,6 +23,23 @@ pub struct Context {
 }
 
 impl Context {
+    /// The context in words, for messages: ``mode `work`, bot `ci`, flags
+    /// `readonly` `` (``no mode`` for the default context).
+    pub fn describe(&self) -> String {
+        let mut parts = vec![match &self.mode {
+            Some(m) => format!("mode `{m}`"),
+            None => "no mode".to_string(),
+        }];
+        if let Some(b) = &self.bot {
+            parts.push(format!("bot `{b}`"));
+        }
+        if !self.flags.is_empty() {
+            let flags: Vec<String> = self.flags.iter().map(|f| format!("`{f}`")).collect();
+            parts.push(format!("flags {}", flags.join(", ")));
+        }
+        parts.join(", ")
+    }
+
     pub fn mode(mode: impl Into<String>) -> Self {
         Context {
             mode: Some(mode.into()),

@@ -516,6 +516,8 @@ fn cause_words(c: CauseKind) -> &'static str {
 }
 
 mod change;
+mod text;
+pub use text::{caret, render};
 
 #[cfg(test)]
 mod tests {

@@ -25,6 +25,8 @@ pub mod host;
 pub mod input;
 pub mod lint;
 pub mod lock;
+#[cfg(feature = "lsp")]
+pub mod lsp;
 pub mod pattern;
 pub mod policy;
 pub mod reference;

@@ -40,8 +40,10 @@ mod shadow;
 mod terms;
 mod world;
 
+use std::path::Path;
+
 use crate::ast::{SelectorKind, Span};
-use crate::diag::{Code, Diagnostic};
+use crate::diag::{Code, Diagnostic, Severity, SourceFile};
 use crate::policy::{Policy, RuleKind};
 use crate::registry::{LoadWarning, Registry, SkillList};
 use crate::runtime::{ProviderNames, is_valid_provider_name};
@@ -81,6 +83,24 @@ pub fn lint(
             ..Options::default()
         },
     )
+}
+
+/// Every finding about one policy file: its errors, then (when it loads)
+/// the lock or terms file it names and the lints: what `policy check`
+/// prints and the editor shows, for the file at `path`.
+pub fn diagnose(source: &SourceFile, path: &Path, options: &Options<'_>) -> Vec<Diagnostic> {
+    let (mut policy, mut diags) = Policy::parse_with_diagnostics(source.clone());
+    // The lock it names loads with it: one that cannot be read is an error,
+    // never "no lock".
+    if !diags.iter().any(|d| d.severity == Severity::Error)
+        && let Err(e) = crate::lock::attach(&mut policy, path)
+    {
+        diags.extend(e.diagnostics);
+    }
+    if !diags.iter().any(|d| d.severity == Severity::Error) {
+        diags.extend(lint_with(&policy, options));
+    }
+    diags
 }
 
 /// [`lint`] with every option.

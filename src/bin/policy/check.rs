@@ -3,11 +3,11 @@
 //! Exit codes (docs/cli.md): 1 when a file has an error (or a warning, with
 //! `--deny-warnings`), 2 on a usage or I/O error, 0 otherwise.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use toolpolicy::Policy;
-use toolpolicy::diag::{Diagnostic, Severity, SourceFile};
+use toolpolicy::diag::{Severity, SourceFile};
 
 use crate::common::{self, CliError, Format};
 
@@ -85,7 +85,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
                     max_tokens: args.max_tokens,
                     engine_search: args.engine_tools,
                 };
-                let diags = diagnose(&source, path, &options);
+                let diags = toolpolicy::lint::diagnose(&source, path, &options);
                 (source, diags)
             }
             Err(_) => match Policy::from_bytes(name, &bytes) {
@@ -151,28 +151,6 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     } else {
         ExitCode::SUCCESS
     })
-}
-
-/// Every finding about one policy file: its errors, then (when it loads)
-/// the lock or terms file it names and the lints. `policy lsp` publishes
-/// the same.
-pub fn diagnose(
-    source: &SourceFile,
-    path: &Path,
-    options: &toolpolicy::lint::Options<'_>,
-) -> Vec<Diagnostic> {
-    let (mut policy, mut diags) = Policy::parse_with_diagnostics(source.clone());
-    // The lock it names loads with it: one that cannot be read is an error,
-    // never "no lock".
-    if !diags.iter().any(|d| d.severity == Severity::Error)
-        && let Err(e) = toolpolicy::lock::attach(&mut policy, path)
-    {
-        diags.extend(e.diagnostics);
-    }
-    if !diags.iter().any(|d| d.severity == Severity::Error) {
-        diags.extend(toolpolicy::lint::lint_with(&policy, options));
-    }
-    diags
 }
 
 fn counts(errors: usize, warnings: usize) -> String {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use clap::ValueEnum;
 use toolpolicy::diag::SourceFile;
 use toolpolicy::registry::LoadWarning;
-use toolpolicy::{Context, Policy, Registry, SkillList};
+use toolpolicy::{Policy, Registry, SkillList};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub enum Format {
@@ -215,22 +215,4 @@ pub fn print_json<T: serde::Serialize>(value: &T) -> Result<(), CliError> {
     let text = serde_json::to_string_pretty(value).map_err(|e| CliError::Usage(e.to_string()))?;
     println!("{text}");
     Ok(())
-}
-
-/// A context in words (mode `m`, bot `b`, flags `f`; or no mode): how
-/// `policy explain`, its matrix and the editor's hover name a context.
-pub fn context_words(ctx: &Context) -> String {
-    let mut parts = Vec::new();
-    parts.push(match &ctx.mode {
-        Some(m) => format!("mode `{m}`"),
-        None => "no mode".to_string(),
-    });
-    if let Some(b) = &ctx.bot {
-        parts.push(format!("bot `{b}`"));
-    }
-    if !ctx.flags.is_empty() {
-        let flags: Vec<String> = ctx.flags.iter().map(|f| format!("`{f}`")).collect();
-        parts.push(format!("flags {}", flags.join(", ")));
-    }
-    parts.join(", ")
 }

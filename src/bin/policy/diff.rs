@@ -111,7 +111,7 @@ fn cause_lines(out: &mut String, label: &str, policy: &Policy, cause: &Cause) {
     match &cause.rule {
         Some(r) => {
             let _ = writeln!(out, "  {label}: {} (`{}`)", cause.kind, r.text);
-            crate::explain::caret(out, policy, r, cause.selector.as_ref());
+            toolpolicy::explain::caret(out, policy, r, cause.selector.as_ref());
         }
         None => {
             let _ = writeln!(out, "  {label}: {} (no statement)", cause.kind);

@@ -17,7 +17,7 @@ use toolpolicy::decision::{CauseKind, Exposure};
 use toolpolicy::explain::NOTHING_DEFERRED;
 use toolpolicy::{Context, Decision, ItemRef, Policy, Registry, Resolved, SkillList, Table};
 
-use crate::common::{CliError, Format, context_words};
+use crate::common::{CliError, Format};
 
 // Fields in alphabetical order, the order the JSON always had.
 #[derive(Serialize)]
@@ -243,7 +243,7 @@ fn write_human(
     ctx.mode = None;
     let who = match (&ctx.bot, ctx.flags.is_empty()) {
         (None, true) => String::new(),
-        _ => format!(" ({})", context_words(&ctx).trim_start_matches("no mode, ")),
+        _ => format!(" ({})", ctx.describe().trim_start_matches("no mode, ")),
     };
     line(out, &format!("{}{who}", policy.source.name))?;
     let names: Vec<&str> = matrix

@@ -4,10 +4,10 @@
 
 use std::path::Path;
 
+use crate::diag::{self, Severity, SourceFile};
 use lsp_types::{
     Diagnostic, DiagnosticRelatedInformation, DiagnosticSeverity, Location, NumberOrString, Uri,
 };
-use toolpolicy::diag::{self, Severity, SourceFile};
 
 use super::config::Config;
 use super::text::Text;
@@ -18,7 +18,7 @@ pub fn compute(uri: &Uri, path: &Path, text: &Text, config: &Config) -> Vec<Diag
         .problems
         .iter()
         .map(|p| Diagnostic {
-            range: text.range(toolpolicy::ast::Span::new(0, 0)),
+            range: text.range(crate::ast::Span::new(0, 0)),
             severity: Some(DiagnosticSeverity::WARNING),
             source: Some("policy".into()),
             message: format!("{p}; {} goes on without it", super::NAME),
@@ -26,16 +26,16 @@ pub fn compute(uri: &Uri, path: &Path, text: &Text, config: &Config) -> Vec<Diag
         })
         .collect();
     let source = SourceFile::new(path.display().to_string(), text.text.as_str());
-    let options = toolpolicy::lint::Options {
+    let options = crate::lint::Options {
         registry: config.registry.as_deref(),
         skills: config.skills.as_deref(),
         max_tokens: config.settings.max_tokens,
         engine_search: config.settings.engine_tools.unwrap_or(false),
     };
-    let found = crate::check::diagnose(&source, path, &options);
+    let found = crate::lint::diagnose(&source, path, &options);
     // A file of a million errors would be a message too large to send: the
     // first ones, as `check` shows them.
-    let shown = toolpolicy::render::shown(&found);
+    let shown = crate::render::shown(&found);
     out.extend(shown.iter().map(|d| to_lsp(uri, text, d)));
     out
 }

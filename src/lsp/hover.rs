@@ -7,10 +7,10 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 
-use toolpolicy::ast::{SelectorKind, Span};
-use toolpolicy::explain::{explain, note_lock, note_plan};
-use toolpolicy::pattern::Pattern;
-use toolpolicy::{Context, ItemRef, Policy, Registry, Table};
+use crate::ast::{SelectorKind, Span};
+use crate::explain::{explain, note_lock, note_plan};
+use crate::pattern::Pattern;
+use crate::{Context, ItemRef, Policy, Registry, Table};
 
 use super::config::Config;
 use super::locate::{self, Target};
@@ -21,7 +21,7 @@ const LISTED: usize = 20;
 
 /// The hover's Markdown and the span it covers.
 pub fn hover(policy: &Loaded<'_>, offset: usize) -> Option<(String, Span)> {
-    let (ast, _) = toolpolicy::parse(policy.text);
+    let (ast, _) = crate::parse(policy.text);
     match locate::at(&ast, policy.text, offset)? {
         Target::SettingKey { key, span } => {
             let doc = words::setting(&key)?;
@@ -41,10 +41,10 @@ pub fn hover(policy: &Loaded<'_>, offset: usize) -> Option<(String, Span)> {
         Target::BlockName { head, span } => {
             let name = locate::head_name(&head);
             let text = match head {
-                toolpolicy::ast::BlockHead::Mode(_) => format!("mode `{name}`"),
-                toolpolicy::ast::BlockHead::Bot(None) => "`bot *`: the rules for every Bot".into(),
-                toolpolicy::ast::BlockHead::Bot(_) => format!("bot `{name}`"),
-                toolpolicy::ast::BlockHead::When { negated, .. } => format!(
+                crate::ast::BlockHead::Mode(_) => format!("mode `{name}`"),
+                crate::ast::BlockHead::Bot(None) => "`bot *`: the rules for every Bot".into(),
+                crate::ast::BlockHead::Bot(_) => format!("bot `{name}`"),
+                crate::ast::BlockHead::When { negated, .. } => format!(
                     "flag `{name}`: the block applies while it is {}set",
                     if negated { "not " } else { "" }
                 ),
@@ -78,13 +78,13 @@ impl<'a> Loaded<'a> {
     pub fn new(path: &Path, text: &'a str, config: &'a Config) -> Self {
         let policy = Policy::parse(path.display().to_string(), text)
             .ok()
-            .and_then(|mut p| toolpolicy::lock::attach(&mut p, path).ok().map(|()| p));
+            .and_then(|mut p| crate::lock::attach(&mut p, path).ok().map(|()| p));
         let mut registry = config.registry.clone();
         if let (Some(p), Some(r)) = (&policy, &mut registry)
             && p.lock.is_some()
-            && toolpolicy::lock::marks(r, p).iter().any(|&m| m)
+            && crate::lock::marks(r, p).iter().any(|&m| m)
         {
-            toolpolicy::lock::mark(Arc::make_mut(r), p);
+            crate::lock::mark(Arc::make_mut(r), p);
         }
         Loaded {
             text,
@@ -112,7 +112,7 @@ impl<'a> Loaded<'a> {
 
     fn context_line(&self) -> String {
         let ctx = self.context();
-        let mut words = crate::common::context_words(&ctx);
+        let mut words = ctx.describe();
         if words.is_empty() {
             words = "no mode".into();
         }
@@ -225,7 +225,7 @@ fn explain_one(
 }
 
 fn hint_hover(l: &Loaded<'_>, name: &str) -> String {
-    let Some(hint) = toolpolicy::hint::Hint::parse(name) else {
+    let Some(hint) = crate::hint::Hint::parse(name) else {
         return format!(
             "`hint:{name}` is not a hint: the hints are {}",
             words::HINTS.join(", ")

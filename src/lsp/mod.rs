@@ -1,5 +1,6 @@
-//! `policy lsp`: a language server on standard input/output for `.policy`
-//! files (docs/editor.md).
+//! The language server of `policy lsp`: diagnostics, hover, completion,
+//! formatting, definitions and quick fixes for `.policy` files, and
+//! diagnostics for the gateway's servers and clients files (docs/editor.md).
 //!
 //! One thread answers every message in order; the transport (rust-analyzer's
 //! `lsp-server`) reads and writes on threads of its own. Diagnostics are
@@ -25,12 +26,13 @@ mod text;
 mod words;
 
 use std::collections::HashMap;
+use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use lsp_server::{Connection, ErrorCode, Message, Notification, Request, Response};
+pub use lsp_server::{Connection, Message};
+use lsp_server::{ErrorCode, Notification, Request, Response};
 use lsp_types::{
     CodeActionKind, CodeActionOptions, CodeActionParams, CodeActionProviderCapability,
     CompletionOptions, CompletionParams, DidChangeTextDocumentParams, DidCloseTextDocumentParams,
@@ -40,41 +42,85 @@ use lsp_types::{
     TextDocumentSyncKind, Uri,
 };
 
-use crate::common::CliError;
 use text::Text;
 
 /// How it names itself in messages.
 pub const NAME: &str = "policy lsp";
 
 /// How long after a document's last change its diagnostics are published.
-const DEBOUNCE: Duration = Duration::from_millis(150);
+pub const DEBOUNCE: Duration = Duration::from_millis(150);
 
-#[derive(clap::Args)]
-pub struct Args {
-    /// Accepted for clients that pass it: standard input/output is the only transport
-    #[arg(long)]
-    stdio: bool,
+/// The transport failed: the client broke the protocol's framing or left
+/// before `initialize` was answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProtocolError(pub String);
+
+impl fmt::Display for ProtocolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{NAME}: {}", self.0)
+    }
 }
 
-pub fn run(_args: Args) -> Result<ExitCode, CliError> {
+impl std::error::Error for ProtocolError {}
+
+fn protocol(e: impl fmt::Display) -> ProtocolError {
+    ProtocolError(e.to_string())
+}
+
+/// Serves on standard input and output until the client leaves; whether it
+/// asked for `shutdown` first (the protocol's exit code is 0 then, else 1).
+pub fn serve_stdio() -> Result<bool, ProtocolError> {
     let (connection, io) = Connection::stdio();
     let served = serve(&connection);
     drop(connection);
     let joined = io.join();
     // After `shutdown` the work is done: a client that then closes the
-    // pipes before reading the last answer has not failed anything. Without
-    // it, the protocol asks for exit code 1.
+    // pipes before reading the last answer has not failed anything.
     match served? {
-        true => Ok(ExitCode::SUCCESS),
+        true => Ok(true),
         false => {
             joined.map_err(protocol)?;
-            Ok(ExitCode::from(1))
+            Ok(false)
         }
     }
 }
 
-fn protocol(e: impl std::fmt::Display) -> CliError {
-    CliError::Usage(format!("{NAME}: {e}"))
+/// Serves one connection until the client leaves; whether it asked for
+/// `shutdown` first.
+pub fn serve(connection: &Connection) -> Result<bool, ProtocolError> {
+    let (id, raw) = connection.initialize_start().map_err(protocol)?;
+    let (mut server, result) = Server::initialize(raw);
+    connection.initialize_finish(id, result).map_err(protocol)?;
+    loop {
+        let msg = match server.next_due() {
+            Some(at) => {
+                let wait = at.saturating_duration_since(Instant::now());
+                match connection.receiver.recv_timeout(wait) {
+                    Ok(m) => Some(m),
+                    Err(e) if e.is_timeout() => None,
+                    Err(_) => return Ok(server.is_shut_down()),
+                }
+            }
+            None => match connection.receiver.recv() {
+                Ok(m) => Some(m),
+                Err(_) => return Ok(server.is_shut_down()),
+            },
+        };
+        let flow = match msg {
+            Some(m) => server.receive(m),
+            None => {
+                server.publish_due(Instant::now());
+                Flow::Continue
+            }
+        };
+        for out in server.outgoing() {
+            // The writer thread is gone only when the client is: nothing to tell.
+            let _ = connection.sender.send(out);
+        }
+        if flow == Flow::Exit {
+            return Ok(server.is_shut_down());
+        }
+    }
 }
 
 fn capabilities() -> ServerCapabilities {
@@ -95,10 +141,20 @@ fn capabilities() -> ServerCapabilities {
     }
 }
 
-/// The server's state: open documents, those waiting for diagnostics, and
-/// the settings.
-struct Server<'c> {
-    connection: &'c Connection,
+/// Whether the server goes on after a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    /// The client sent `exit`.
+    Exit,
+}
+
+/// The server's state apart from its transport: open documents, those
+/// waiting for diagnostics, the settings, and the messages to send. A
+/// transport feeds it messages ([`Server::receive`]), publishes what is due
+/// when [`Server::next_due`] comes ([`Server::publish_due`]), and sends
+/// [`Server::outgoing`].
+pub struct Server {
     docs: HashMap<Uri, Doc>,
     pending: HashMap<Uri, Instant>,
     store: config::Store,
@@ -107,6 +163,7 @@ struct Server<'c> {
     options_problem: Option<String>,
     /// Whether `shutdown` was asked: from then on only `exit` is awaited.
     shut_down: bool,
+    out: Vec<Message>,
 }
 
 struct Doc {
@@ -114,88 +171,81 @@ struct Doc {
     version: i32,
 }
 
-/// Serves until the client leaves; whether it asked for `shutdown` first.
-fn serve(connection: &Connection) -> Result<bool, CliError> {
-    let (id, raw) = connection.initialize_start().map_err(protocol)?;
-    // Read leniently: a client that sends less than the protocol's types
-    // require still gets its options read.
-    let options = raw.get("initializationOptions").cloned();
-    let params: InitializeParams = serde_json::from_value(raw).unwrap_or_default();
-    #[allow(deprecated)]
-    let root = params
-        .workspace_folders
-        .as_ref()
-        .and_then(|f| f.first())
-        .map(|f| f.uri.clone())
-        .or(params.root_uri.clone())
-        .and_then(|u| uri_path(&u))
-        .or_else(|| std::env::current_dir().ok())
-        .unwrap_or_default();
-    let (store, options_problem) = config::Store::new(root, options.as_ref());
-    let result = serde_json::json!({
-        "capabilities": capabilities(),
-        "serverInfo": { "name": "policy", "version": env!("CARGO_PKG_VERSION") },
-    });
-    connection.initialize_finish(id, result).map_err(protocol)?;
-    let mut server = Server {
-        connection,
-        docs: HashMap::new(),
-        pending: HashMap::new(),
-        store,
-        options_problem,
-        shut_down: false,
-    };
-    server.run()
-}
-
-impl Server<'_> {
-    fn run(&mut self) -> Result<bool, CliError> {
-        loop {
-            let next = self.pending.values().min().copied();
-            let msg = match next {
-                Some(at) => {
-                    let wait = at.saturating_duration_since(Instant::now());
-                    match self.connection.receiver.recv_timeout(wait) {
-                        Ok(m) => m,
-                        Err(e) if e.is_timeout() => {
-                            self.publish_due();
-                            continue;
-                        }
-                        Err(_) => return Ok(self.shut_down),
-                    }
-                }
-                None => match self.connection.receiver.recv() {
-                    Ok(m) => m,
-                    Err(_) => return Ok(self.shut_down),
-                },
-            };
-            match msg {
-                Message::Request(req) if req.method == "shutdown" => {
-                    self.shut_down = true;
-                    self.pending.clear();
-                    self.send(Message::Response(Response::new_ok(req.id, ())));
-                }
-                Message::Request(req) if self.shut_down => {
-                    self.send(Message::Response(Response::new_err(
-                        req.id,
-                        ErrorCode::InvalidRequest as i32,
-                        "the server is shutting down".into(),
-                    )));
-                }
-                Message::Request(req) => {
-                    let response = self.answer(req);
-                    self.send(Message::Response(response));
-                }
-                Message::Notification(n) if n.method == "exit" => return Ok(self.shut_down),
-                Message::Notification(n) => self.notified(n),
-                Message::Response(_) => {}
-            }
-        }
+impl Server {
+    /// A server for the parameters of `initialize`, and the result to answer
+    /// it with. Read leniently: a client that sends less than the
+    /// protocol's types require still gets its options read, and a
+    /// workspace without a folder is the current directory.
+    pub fn initialize(raw: serde_json::Value) -> (Server, serde_json::Value) {
+        let options = raw.get("initializationOptions").cloned();
+        let params: InitializeParams = serde_json::from_value(raw).unwrap_or_default();
+        #[allow(deprecated)]
+        let root = params
+            .workspace_folders
+            .as_ref()
+            .and_then(|f| f.first())
+            .map(|f| f.uri.clone())
+            .or(params.root_uri.clone())
+            .and_then(|u| uri_path(&u))
+            .or_else(|| std::env::current_dir().ok())
+            .unwrap_or_default();
+        let (store, options_problem) = config::Store::new(root, options.as_ref());
+        let result = serde_json::json!({
+            "capabilities": capabilities(),
+            "serverInfo": { "name": "policy", "version": env!("CARGO_PKG_VERSION") },
+        });
+        let server = Server {
+            docs: HashMap::new(),
+            pending: HashMap::new(),
+            store,
+            options_problem,
+            shut_down: false,
+            out: Vec::new(),
+        };
+        (server, result)
     }
 
-    fn send(&self, msg: Message) {
-        // The writer thread is gone only when the client is: nothing to tell.
-        let _ = self.connection.sender.send(msg);
+    /// Handles one message from the client; answers and notifications go
+    /// to [`Server::outgoing`].
+    pub fn receive(&mut self, msg: Message) -> Flow {
+        match msg {
+            Message::Request(req) if req.method == "shutdown" => {
+                self.shut_down = true;
+                self.pending.clear();
+                self.out
+                    .push(Message::Response(Response::new_ok(req.id, ())));
+            }
+            Message::Request(req) if self.shut_down => {
+                self.out.push(Message::Response(Response::new_err(
+                    req.id,
+                    ErrorCode::InvalidRequest as i32,
+                    "the server is shutting down".into(),
+                )));
+            }
+            Message::Request(req) => {
+                let response = self.answer(req);
+                self.out.push(Message::Response(response));
+            }
+            Message::Notification(n) if n.method == "exit" => return Flow::Exit,
+            Message::Notification(n) => self.notified(n),
+            Message::Response(_) => {}
+        }
+        Flow::Continue
+    }
+
+    /// When the next document's diagnostics are due, if any is waiting.
+    pub fn next_due(&self) -> Option<Instant> {
+        self.pending.values().min().copied()
+    }
+
+    /// Whether the client asked for `shutdown`.
+    pub fn is_shut_down(&self) -> bool {
+        self.shut_down
+    }
+
+    /// The messages to send, in order; taking them empties the queue.
+    pub fn outgoing(&mut self) -> Vec<Message> {
+        std::mem::take(&mut self.out)
     }
 
     fn notified(&mut self, n: Notification) {
@@ -247,8 +297,8 @@ impl Server<'_> {
         }
     }
 
-    fn publish_due(&mut self) {
-        let now = Instant::now();
+    /// Publishes the diagnostics of every document due by `now`.
+    pub fn publish_due(&mut self, now: Instant) {
         let due: Vec<Uri> = self
             .pending
             .iter()
@@ -267,13 +317,13 @@ impl Server<'_> {
         }
     }
 
-    fn publish(&self, uri: Uri, diagnostics: Vec<lsp_types::Diagnostic>, version: Option<i32>) {
+    fn publish(&mut self, uri: Uri, diagnostics: Vec<lsp_types::Diagnostic>, version: Option<i32>) {
         let params = PublishDiagnosticsParams {
             uri,
             diagnostics,
             version,
         };
-        self.send(Message::Notification(Notification::new(
+        self.out.push(Message::Notification(Notification::new(
             "textDocument/publishDiagnostics".into(),
             params,
         )));
@@ -438,6 +488,77 @@ fn percent_decode(s: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn note(method: &str, params: serde_json::Value) -> Message {
+        Message::Notification(Notification::new(method.into(), params))
+    }
+
+    /// The server apart from its transport: diagnostics wait for the
+    /// debounce, a request is answered at once, `exit` ends it.
+    #[test]
+    fn a_server_in_memory_publishes_when_due_and_answers_at_once() {
+        let (mut server, result) = Server::initialize(serde_json::json!({
+            "rootUri": "file:///nonexistent/toolpolicy-lsp-test",
+        }));
+        assert_eq!(result["capabilities"]["hoverProvider"], true);
+        let uri = "file:///nonexistent/toolpolicy-lsp-test/p.policy";
+        let opened = note(
+            "textDocument/didOpen",
+            serde_json::json!({ "textDocument": {
+                "uri": uri, "languageId": "policy", "version": 3, "text": "Defer(\n",
+            } }),
+        );
+        let start = Instant::now();
+        assert_eq!(server.receive(opened), Flow::Continue);
+        assert!(
+            server.outgoing().is_empty(),
+            "published before the debounce"
+        );
+        let due = server.next_due().expect("a document waits");
+        assert!(due >= start + DEBOUNCE);
+        server.publish_due(start);
+        assert!(server.outgoing().is_empty(), "published before it was due");
+        server.publish_due(due);
+        let out = server.outgoing();
+        let [Message::Notification(n)] = out.as_slice() else {
+            panic!("one notification expected: {out:?}");
+        };
+        assert_eq!(n.method, "textDocument/publishDiagnostics");
+        assert_eq!(n.params["version"], 3);
+        let diags = n.params["diagnostics"].as_array().unwrap();
+        assert!(!diags.is_empty(), "an unclosed rule is an error");
+        assert_eq!(server.next_due(), None);
+
+        let hover = Message::Request(Request::new(
+            7.into(),
+            "textDocument/hover".into(),
+            serde_json::json!({
+                "textDocument": { "uri": uri }, "position": { "line": 0, "character": 1 },
+            }),
+        ));
+        server.receive(hover);
+        let out = server.outgoing();
+        let [Message::Response(r)] = out.as_slice() else {
+            panic!("one answer expected: {out:?}");
+        };
+        assert_eq!(r.id, 7.into());
+        assert!(r.response_result.is_ok(), "{r:?}");
+
+        let wrong = Message::Request(Request::new(8.into(), "textDocument/hover".into(), 5));
+        server.receive(wrong);
+        let out = server.outgoing();
+        let [Message::Response(r)] = out.as_slice() else {
+            panic!("one answer expected: {out:?}");
+        };
+        let code = r.response_result.as_ref().err().map(|e| e.code);
+        assert_eq!(code, Some(ErrorCode::InvalidParams as i32));
+
+        assert_eq!(
+            server.receive(note("exit", serde_json::Value::Null)),
+            Flow::Exit
+        );
+        assert!(!server.is_shut_down());
+    }
 
     #[test]
     fn file_uris_become_paths() {

@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use crate::{Registry, SkillList};
 use serde::Deserialize;
-use toolpolicy::{Registry, SkillList};
 
 /// The settings file's name.
 pub const FILE: &str = ".policy-lsp.toml";

@@ -2,7 +2,7 @@
 //! name. Read from the syntax tree, which a half-typed file still has
 //! (the parser recovers at each statement).
 
-use toolpolicy::ast::{Ast, BlockHead, Item, Selector, Span, StatementKind};
+use crate::ast::{Ast, BlockHead, Item, Selector, Span, StatementKind};
 
 /// The thing under the cursor.
 #[derive(Debug, Clone, PartialEq)]
@@ -128,7 +128,7 @@ mod tests {
     #[test]
     fn finds_selectors_settings_and_block_names() {
         let text = "mode agent {\n  Defer(Bash, skill:x)\n  when codemode {\n    max_activations = 2\n  }\n}\n";
-        let (ast, _) = toolpolicy::parse(text);
+        let (ast, _) = crate::parse(text);
         let at_text = |needle: &str| at(&ast, text, text.find(needle).unwrap() + 1);
         match at_text("Bash") {
             Some(Target::Selector(s)) => assert_eq!(s.pattern, "Bash"),

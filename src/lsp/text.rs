@@ -3,8 +3,8 @@
 //! both ways, with the grammar's line breaks (`\n`, `\r\n`, a lone `\r`),
 //! which are the protocol's too.
 
+use crate::ast::Span;
 use lsp_types::{Position, Range};
-use toolpolicy::ast::Span;
 
 /// A document's text with its line table.
 #[derive(Debug, Clone)]
@@ -15,7 +15,7 @@ pub struct Text {
 
 impl Text {
     pub fn new(text: String) -> Self {
-        let starts = toolpolicy::diag::line_starts(&text);
+        let starts = crate::diag::line_starts(&text);
         Text { text, starts }
     }
 

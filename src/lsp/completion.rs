@@ -6,10 +6,10 @@
 
 use std::collections::BTreeSet;
 
+use crate::ast::Span;
 use lsp_types::{
     CompletionItem, CompletionItemKind, CompletionTextEdit, InsertTextFormat, TextEdit,
 };
-use toolpolicy::ast::Span;
 
 use super::config::Config;
 use super::text::Text;
@@ -82,16 +82,16 @@ pub fn complete(doc: &Text, offset: usize, config: &Config) -> Vec<CompletionIte
         .find(|&i| text.is_char_boundary(i))
         .unwrap_or(0);
     let before = &text[..offset];
-    let (ast, _) = toolpolicy::parse(text);
+    let (ast, _) = crate::parse(text);
     let blocks = super::locate::blocks(&ast, text);
-    let declared = |kind: fn(&toolpolicy::ast::BlockHead) -> bool| -> BTreeSet<String> {
+    let declared = |kind: fn(&crate::ast::BlockHead) -> bool| -> BTreeSet<String> {
         blocks
             .iter()
             .filter(|b| kind(&b.head))
             .map(|b| super::locate::head_name(&b.head).to_string())
             .collect()
     };
-    use toolpolicy::ast::BlockHead;
+    use crate::ast::BlockHead;
     match place(before) {
         Place::Selector(word) => {
             // Each item replaces what is typed of the selector, prefix and

@@ -13,8 +13,8 @@ use super::text::Text;
 
 /// The whole document in canonical form, or why it cannot be formatted.
 pub fn format(name: &str, text: &Text) -> Result<Vec<TextEdit>, String> {
-    let formatted = toolpolicy::format::format(name, &text.text).map_err(|e| match e {
-        toolpolicy::format::FormatError::Invalid(errors) => {
+    let formatted = crate::format::format(name, &text.text).map_err(|e| match e {
+        crate::format::FormatError::Invalid(errors) => {
             format!("the policy has errors, fix them first:\n{errors}")
         }
         other => other.to_string(),
@@ -22,7 +22,7 @@ pub fn format(name: &str, text: &Text) -> Result<Vec<TextEdit>, String> {
     if formatted == text.text {
         return Ok(Vec::new());
     }
-    let all = toolpolicy::ast::Span::new(0, text.text.len());
+    let all = crate::ast::Span::new(0, text.text.len());
     Ok(vec![TextEdit::new(text.range(all), formatted)])
 }
 
@@ -68,7 +68,7 @@ pub fn definition(uri: &Uri, text: &Text, offset: usize) -> Vec<Location> {
         return Vec::new();
     };
     let word = word.trim_start_matches('!');
-    let (ast, _) = toolpolicy::parse(&text.text);
+    let (ast, _) = crate::parse(&text.text);
     locate::blocks(&ast, &text.text)
         .into_iter()
         .filter(|b| locate::head_name(&b.head) == word)

@@ -126,14 +126,14 @@ mod tests {
 
     #[test]
     fn every_setting_of_the_language_is_described() {
-        for k in toolpolicy::settings::Key::ALL {
+        for k in crate::settings::Key::ALL {
             assert!(
                 setting(k.name()).is_some(),
                 "{} has no description",
                 k.name()
             );
         }
-        for h in toolpolicy::hint::Hint::ALL {
+        for h in crate::hint::Hint::ALL {
             assert!(HINTS.contains(&h.to_string().as_str()), "{h}");
         }
         assert!(setting("lock").is_some() && setting("terms").is_some());

@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
+use crate::ast::Span;
+use crate::gateway::servers::Problem;
 use lsp_types::{Diagnostic, DiagnosticSeverity};
-use toolpolicy::ast::Span;
-use toolpolicy::gateway::servers::Problem;
 
 use super::text::Text;
 
@@ -35,13 +35,11 @@ pub fn diagnostics(kind: Kind, path: &Path, text: &Text) -> Vec<Diagnostic> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let env = |name: &str| std::env::var(name).ok();
     let found: Vec<(bool, Problem)> = match kind {
-        Kind::Servers => {
-            match toolpolicy::gateway::servers::parse_with_env(&text.text, dir, &env) {
-                Ok(file) => file.warnings.into_iter().map(|w| (false, w)).collect(),
-                Err(errors) => errors.into_iter().map(|e| (true, e)).collect(),
-            }
-        }
-        Kind::Clients => toolpolicy::gateway::clients::check_text(&text.text, dir, &env),
+        Kind::Servers => match crate::gateway::servers::parse_with_env(&text.text, dir, &env) {
+            Ok(file) => file.warnings.into_iter().map(|w| (false, w)).collect(),
+            Err(errors) => errors.into_iter().map(|e| (true, e)).collect(),
+        },
+        Kind::Clients => crate::gateway::clients::check_text(&text.text, dir, &env),
     };
     found
         .into_iter()
