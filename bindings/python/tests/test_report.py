@@ -70,10 +70,10 @@ def test_a_log_that_cannot_be_read_and_bad_arguments_raise(tmp_path: Path) -> No
     with pytest.raises(ToolPolicyError, match=r"^cannot read the audit log `.*gone`: no such file"):
         audit_report([tmp_path / "gone"])
     with pytest.raises(TypeError, match=r"logs must be a list of paths"):
-        audit_report(str(log))  # type: ignore[arg-type]
+        audit_report(str(log))
     with pytest.raises(TypeError, match=r"logs\[0\] must be a path or a \{\"text\": ...\} dict, not int"):
         audit_report([3])  # type: ignore[list-item]
     with pytest.raises(ValueError, match=r"logs\[0\] has no \"text\""):
-        audit_report([{"name": "x"}])  # type: ignore[typeddict-item]
+        audit_report([{"name": "x"}])  # type: ignore[list-item]
     with pytest.raises(TypeError, match=r"since must be a string, not int"):
         audit_report([], since=1)  # type: ignore[arg-type]

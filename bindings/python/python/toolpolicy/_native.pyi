@@ -63,7 +63,7 @@ class AuditReport(TypedDict):
     turns: int
     tokens: int
     tokens_all_declared: int
-    empty_searches: List[Tuple[str, int]]
+    empty_searches: List[List[Union[str, int]]]
     """`[query, count]` lists, most frequent first."""
     search_misses: List[Dict[str, Any]]
     load_in_most_sessions: List[AuditSuggestion]
