@@ -347,6 +347,59 @@ pub fn time_in_rust(engine: &Engine, what: &str, query: &str, iterations: u32) -
     start.elapsed().as_nanos() as f64 / f64::from(iterations.max(1))
 }
 
+/// One log a binding's caller hands to [`audit_report`]: a file by its
+/// path, or log text with the name its bad lines are named by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LogInput {
+    Path(String),
+    Text { name: String, text: String },
+}
+
+/// The report of `logs` ([`crate::audit::report`]), read one after the
+/// other in the order given; with `engine`, its policy and registry (marked
+/// for the policy's lock, as the engine holds them) try the suggested lines
+/// and name the words misses lack, as `policy report --policy --registry`
+/// does. A file that cannot be read is a failure; a line that is not an
+/// event is counted and named in the report.
+pub fn audit_report(
+    logs: &[LogInput],
+    engine: Option<&Engine>,
+    options: crate::audit::report::Options,
+) -> Result<crate::audit::report::Report, Failure> {
+    use crate::audit::read::LogFile;
+    let mut reader = crate::audit::report::Reader::new(options);
+    for log in logs {
+        match log {
+            LogInput::Path(path) => {
+                let cannot = |e: std::io::Error| {
+                    Failure::usage(
+                        format!(
+                            "cannot read the audit log `{}`: {}",
+                            crate::chars::escape(path),
+                            crate::chars::lowercase_first(&e.to_string())
+                        ),
+                        None,
+                    )
+                };
+                let mut file = LogFile::open(Path::new(path)).map_err(cannot)?;
+                reader.read_log(&mut file).map_err(cannot)?;
+            }
+            LogInput::Text { name, text } => {
+                let mut file = LogFile::new(name.as_str(), text.as_bytes());
+                // Reading from memory fails on nothing.
+                let _ = reader.read_log(&mut file);
+            }
+        }
+    }
+    Ok(match engine {
+        Some(engine) => {
+            let snap = engine.snapshot();
+            reader.finish(Some(snap.policy()), Some(snap.registry()))
+        }
+        None => reader.finish(None, None),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -554,5 +607,49 @@ mod tests {
             assert!(ns.is_finite() && ns >= 0.0, "{what}: {ns}");
         }
         assert!(time_in_rust(&engine, "plann", "", 3).is_nan());
+    }
+
+    #[test]
+    fn an_audit_report_reads_files_and_text_in_order_and_names_a_file_it_cannot_read() {
+        let list = r#"{"version":1,"session":"s","event":"list","declared":2,"names":["read","write"],"tokens":10,"all_declared":30}"#;
+        let call = r#"{"version":1,"session":"s","event":"call","tool":"read","outcome":"allowed","status":"ok"}"#;
+        let dir =
+            std::env::temp_dir().join(format!("toolpolicy-host-report-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("a.jsonl");
+        std::fs::write(&file, format!("{list}\n")).unwrap();
+        let logs = [
+            LogInput::Path(file.display().to_string()),
+            LogInput::Text {
+                name: "more".into(),
+                text: format!("{call}\nnot an event\n"),
+            },
+        ];
+        let options = crate::audit::report::Options::default();
+        let r = audit_report(&logs, None, options.clone()).unwrap();
+        assert_eq!((r.events, r.sessions, r.tokens), (2, 1, 10));
+        // `read` was called: only `write` is never called.
+        let lines: Vec<&str> = r.never_called.iter().map(|s| s.line.as_str()).collect();
+        assert_eq!(lines, ["Defer(write)"]);
+        assert_eq!(r.never_called[0].checked, None);
+        assert_eq!(
+            (
+                r.bad_lines_shown[0].file.as_str(),
+                r.bad_lines_shown[0].line
+            ),
+            ("more", 2)
+        );
+        // With the engine's policy, which defers `write` already: nothing
+        // to suggest.
+        let r = audit_report(&logs, Some(&engine()), options.clone()).unwrap();
+        assert!(r.never_called.is_empty(), "{:?}", r.never_called);
+        let gone = LogInput::Path(dir.join("gone.jsonl").display().to_string());
+        let f = audit_report(&[gone], None, options).unwrap_err();
+        assert!(
+            f.message.starts_with("cannot read the audit log `"),
+            "{}",
+            f.message
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

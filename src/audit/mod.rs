@@ -14,13 +14,16 @@
 //!
 //! Reading logs back is the other half: [`read`] reads JSON Lines logs a
 //! line at a time (bad lines named, never a stop), and [`sessions`] puts the
-//! sessions back together from their events, as `policy report` and
-//! `policy learn` read them.
+//! sessions back together from their events; [`report`] is what a policy
+//! author tunes from (`policy report`, and the Node and Python modules'
+//! `auditReport`/`audit_report`), [`learn`] the search terms they teach
+//! (`policy learn`).
 
 pub mod learn;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 pub mod read;
+pub mod report;
 pub mod sessions;
 #[cfg(feature = "audit-log")]
 pub mod writer;

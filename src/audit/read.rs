@@ -70,6 +70,67 @@ pub struct BadLine {
     pub message: String,
 }
 
+/// How many bad lines [`BadLines`] keeps to name; past this only counted.
+pub const BAD_LINES_SHOWN: usize = 20;
+
+/// The bad lines of a reading: all counted, the first
+/// [`BAD_LINES_SHOWN`] kept to be named, so that a log of nothing but bad
+/// lines takes no more memory than one of events.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BadLines {
+    count: u64,
+    shown: Vec<BadLine>,
+    by_place: bool,
+}
+
+impl BadLines {
+    /// Keeps the first bad lines met.
+    pub fn new() -> Self {
+        BadLines::default()
+    }
+
+    /// Keeps the first bad lines by file name and line, whatever order they
+    /// are met in: for logs merged by time ([`read_logs_by_time`]), whose
+    /// bad lines come in an order the order of the files changes.
+    pub fn by_place() -> Self {
+        BadLines {
+            by_place: true,
+            ..BadLines::default()
+        }
+    }
+
+    pub fn push(&mut self, bad: BadLine) {
+        self.count += 1;
+        if !self.by_place {
+            if self.shown.len() < BAD_LINES_SHOWN {
+                self.shown.push(bad);
+            }
+            return;
+        }
+        let at = self
+            .shown
+            .partition_point(|b| (&b.file, b.line) <= (&bad.file, bad.line));
+        if at < BAD_LINES_SHOWN {
+            self.shown.insert(at, bad);
+            self.shown.truncate(BAD_LINES_SHOWN);
+        }
+    }
+
+    /// How many bad lines there were.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// The ones kept to name.
+    pub fn shown(&self) -> &[BadLine] {
+        &self.shown
+    }
+
+    pub fn into_shown(self) -> Vec<BadLine> {
+        self.shown
+    }
+}
+
 /// What a log's next line is. Blank lines are skipped.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Line {

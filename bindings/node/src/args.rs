@@ -7,6 +7,8 @@ use napi::JSON;
 use napi::bindgen_prelude::{JsObjectValue, JsValue, Object, Unknown};
 use napi::{Env, Result, ValueType};
 use toolpolicy::Context;
+use toolpolicy::audit::report::Options as ReportOptions;
+use toolpolicy::host::LogInput;
 use toolpolicy::runtime::{DEFAULT_CALL_TOOL, ResultStatus};
 
 use crate::error::usage;
@@ -211,4 +213,65 @@ pub fn call_through(env: &Env, v: Option<&Unknown>, what: &str) -> Result<Option
         ValueType::String => string(env, v, what).map(Some),
         _ => Err(wrong(env, what, "a boolean or a tool name", v)),
     }
+}
+
+/// Audit logs: an array of file paths and `{text, name?}` objects of log
+/// text (`name`, `log N` by default, names its bad lines).
+pub fn logs(env: &Env, v: &Unknown, what: &str) -> Result<Vec<LogInput>> {
+    if !v.is_array()? {
+        return Err(wrong(
+            env,
+            what,
+            "an array of paths and `{ text, name? }` objects",
+            v,
+        ));
+    }
+    // SAFETY: an array is an object.
+    let array: Object = unsafe { v.cast() }?;
+    let mut out = Vec::new();
+    for i in 0..array.get_array_length()? {
+        let item: Unknown = array.get_element(i)?;
+        let at = format!("{what}[{i}]");
+        if item.get_type()? == ValueType::String {
+            out.push(LogInput::Path(string(env, &item, &at)?));
+            continue;
+        }
+        if item.get_type()? != ValueType::Object || item.is_array()? {
+            return Err(wrong(
+                env,
+                &at,
+                "a path or a `{ text, name? }` object",
+                &item,
+            ));
+        }
+        let obj = options(env, Some(&item), &at, &["text", "name"])?;
+        let text = match field(obj.as_ref(), "text")? {
+            Some(t) => string(env, &t, &format!("{at}.text"))?,
+            None => {
+                return Err(usage(
+                    env,
+                    format!("{at} has no `text`"),
+                    Some("give a log file's path, or `{ text }` with the log's text".into()),
+                ));
+            }
+        };
+        let name = opt_string(
+            env,
+            field(obj.as_ref(), "name")?.as_ref(),
+            &format!("{at}.name"),
+        )?
+        .unwrap_or_else(|| format!("log {}", i + 1));
+        out.push(LogInput::Text { name, text });
+    }
+    Ok(out)
+}
+
+/// The options of a report: `{caller?, since?}`.
+pub fn report_options(env: &Env, v: Option<&Unknown>, what: &str) -> Result<ReportOptions> {
+    let obj = options(env, v, what, &["caller", "since"])?;
+    let f = |key: &str| field(obj.as_ref(), key);
+    Ok(ReportOptions {
+        caller: opt_string(env, f("caller")?.as_ref(), &format!("{what}.caller"))?,
+        since: opt_string(env, f("since")?.as_ref(), &format!("{what}.since"))?,
+    })
 }

@@ -407,6 +407,19 @@ impl Engine {
         serde_json::to_value(diags).unwrap_or(Value::Array(Vec::new()))
     }
 
+    /// The report of audit logs (`policy report`'s JSON, keys in
+    /// camelCase), with this engine's policy and registry: each suggested
+    /// `NoDefer`/`Defer` line is tried on the policy, and a search miss
+    /// names the words its tool lacks. `logs` are file paths and
+    /// `{ text, name? }` objects of log text, read in the order given.
+    #[napi(
+        ts_args_type = "logs: Array<string | AuditLogText>, options?: AuditReportOptions",
+        ts_return_type = "AuditReport"
+    )]
+    pub fn audit_report(&self, env: Env, logs: Unknown, options: Option<Unknown>) -> Result<Value> {
+        report(&env, &logs, options.as_ref(), Some(&self.inner))
+    }
+
     /// Whether an audit log is open (one was named and could be opened).
     #[napi(getter)]
     pub fn auditing(&self) -> bool {
@@ -441,6 +454,35 @@ pub fn lock_text(env: Env, tools: Unknown) -> Result<String> {
     let text = args::json_text(&env, &tools, "tools")?;
     let registry = registry(&env, "tools", &text)?;
     Ok(toolpolicy::lock::Lock::from_registry(&registry).to_text())
+}
+
+/// The report of audit logs without a policy or registry: `policy report`'s
+/// JSON, keys in camelCase. `logs` are file paths and `{ text, name? }`
+/// objects of log text, read in the order given; `engine.auditReport` also
+/// tries each suggested line on the engine's policy.
+#[napi(
+    ts_args_type = "logs: Array<string | AuditLogText>, options?: AuditReportOptions",
+    ts_return_type = "AuditReport"
+)]
+// Only JavaScript calls it; unit tests build no module registration.
+#[cfg_attr(test, allow(dead_code))]
+pub fn audit_report(env: Env, logs: Unknown, options: Option<Unknown>) -> Result<Value> {
+    report(&env, &logs, options.as_ref(), None)
+}
+
+fn report(
+    env: &Env,
+    logs: &Unknown,
+    options: Option<&Unknown>,
+    engine: Option<&toolpolicy::Engine>,
+) -> Result<Value> {
+    let logs = args::logs(env, logs, "logs")?;
+    let options = args::report_options(env, options, "options")?;
+    let report =
+        toolpolicy::host::audit_report(&logs, engine, options).map_err(|f| error::raise(env, f))?;
+    let value = serde_json::to_value(&report)
+        .map_err(|e| error::usage(env, format!("cannot write the report: {e}"), None))?;
+    Ok(camel_case(value))
 }
 
 /// A text file read the way the engine reads its own inputs: under the

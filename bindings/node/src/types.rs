@@ -156,3 +156,73 @@ pub enum ResultStatus {
     #[napi(value = "missing")]
     Missing,
 }
+
+/// Audit log text for `auditReport`: `name` (`log N` by default, its place
+/// in the array) names its bad lines.
+#[napi(object)]
+pub struct AuditLogText {
+    pub text: String,
+    pub name: Option<String>,
+}
+
+/// Which events `auditReport` reads.
+#[napi(object)]
+pub struct AuditReportOptions {
+    /// Only this caller's events (and the engine-wide ones).
+    pub caller: Option<String>,
+    /// Only events at or after this time, as the log writes it or a prefix
+    /// of it (`2026-12-01`, `2026-12-01T12:00`).
+    pub since: Option<String>,
+}
+
+/// A line `auditReport` suggests for one tool.
+#[napi(object)]
+pub struct AuditSuggestion {
+    pub tool: String,
+    /// The sessions that loaded it (or declared it).
+    pub sessions: u32,
+    /// `NoDefer(tool)` or `Defer(tool)`.
+    pub line: String,
+    /// With the engine's policy: whether the line changes the decision, and
+    /// nothing else.
+    pub checked: Option<bool>,
+    /// With the engine's policy: other tools the line would change too.
+    pub also_changes: Option<Vec<String>>,
+}
+
+/// The `policy report --format json` contract (docs/audit.md), keys in
+/// camelCase.
+#[napi(object)]
+pub struct AuditReport {
+    pub events: u32,
+    pub sessions: u32,
+    /// Of `sessions`, those gathered from requests without a session.
+    pub sessions_from_requests: u32,
+    pub turns: u32,
+    pub tokens: u32,
+    pub tokens_all_declared: u32,
+    /// `[query, count]`, most frequent first.
+    #[napi(ts_type = "Array<[string, number]>")]
+    pub empty_searches: Vec<Value>,
+    #[napi(
+        ts_type = "Array<{ query: string | null, tool: string, missingWords: Array<string> | null }>"
+    )]
+    pub search_misses: Vec<Value>,
+    pub load_in_most_sessions: Vec<AuditSuggestion>,
+    pub never_called: Vec<AuditSuggestion>,
+    #[napi(
+        ts_type = "Array<{ cause: string, rule: string | null, at: string | null, count: number, tools: Array<string> }>"
+    )]
+    pub refusals: Vec<Value>,
+    #[napi(
+        ts_type = "Array<{ server: string, calls: number, errors: number, p50Ms: number, p99Ms: number }>"
+    )]
+    pub latency: Vec<Value>,
+    pub reloads: u32,
+    pub failed_reloads: u32,
+    pub drift: Vec<String>,
+    pub dropped_events: u32,
+    pub bad_lines: u32,
+    #[napi(ts_type = "Array<{ file: string, line: number, message: string }>")]
+    pub bad_lines_shown: Vec<Value>,
+}

@@ -8,6 +8,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
 use toolpolicy::Context;
+use toolpolicy::host::LogInput;
 use toolpolicy::runtime::{DEFAULT_CALL_TOOL, ResultStatus};
 
 use crate::error::{wrong_type, wrong_value};
@@ -212,4 +213,40 @@ pub fn call_through(v: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option
         return string(v, what).map(Some);
     }
     Err(wrong(what, "a bool or a tool name", v))
+}
+
+/// Audit logs: a list of paths (strings or `os.PathLike`) and
+/// `{"text": ..., "name": ...}` dicts of log text (`name`, `log N` by
+/// default, names its bad lines).
+pub fn logs(v: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<LogInput>> {
+    if !(v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>()) {
+        return Err(wrong(what, "a list of paths and {\"text\": ...} dicts", v));
+    }
+    let mut out = Vec::new();
+    for (i, item) in v.try_iter()?.enumerate() {
+        let item = item?;
+        let at = format!("{what}[{i}]");
+        if !item.is_instance_of::<PyDict>() {
+            if !(item.is_instance_of::<PyString>() || item.hasattr("__fspath__")?) {
+                return Err(wrong(&at, "a path or a {\"text\": ...} dict", &item));
+            }
+            out.push(LogInput::Path(path(&item, &at)?));
+            continue;
+        }
+        let dict = options(Some(&item), &at, &["text", "name"])?;
+        let Some(text) = field(dict.as_ref(), "text")? else {
+            return Err(wrong_value(
+                format!("{at} has no \"text\""),
+                Some("give a log file's path, or {\"text\": ...} with the log's text".into()),
+            ));
+        };
+        let text = string(&text, &format!("{at}[\"text\"]"))?;
+        let name = opt_string(
+            field(dict.as_ref(), "name")?.as_ref(),
+            &format!("{at}[\"name\"]"),
+        )?
+        .unwrap_or_else(|| format!("log {}", i + 1));
+        out.push(LogInput::Text { name, text });
+    }
+    Ok(out)
 }

@@ -269,6 +269,22 @@ impl Engine {
         Ok(log.dropped())
     }
 
+    /// The report of audit logs (`policy report`'s JSON, as a dict) with
+    /// this engine's policy and registry: each suggested `NoDefer`/`Defer`
+    /// line is tried on the policy, and a search miss names the words its
+    /// tool lacks. `logs` are paths and `{"text": ...}` dicts of log text,
+    /// read in the order given.
+    #[pyo3(signature = (logs, *, caller = None, since = None))]
+    fn audit_report<'py>(
+        &self,
+        py: Python<'py>,
+        logs: &Bound<'py, PyAny>,
+        caller: Option<&Bound<'py, PyAny>>,
+        since: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        report(py, logs, caller, since, Some(&self.inner))
+    }
+
     /// Whether an audit log is open (one was named and could be opened).
     #[getter]
     fn auditing(&self) -> bool {
@@ -475,6 +491,44 @@ pub fn lock_text(py: Python<'_>, tools: &Bound<'_, PyAny>) -> PyResult<String> {
             Ok(toolpolicy::lock::Lock::from_registry(&registry).to_text())
         })
         .map_err(PyErr::from)
+    })
+}
+
+/// The report of audit logs without a policy or registry (`policy
+/// report`'s JSON, as a dict). `logs` are paths and `{"text": ...}` dicts
+/// of log text, read in the order given; `Engine.audit_report` also tries
+/// each suggested line on the engine's policy.
+#[pyfunction]
+#[pyo3(signature = (logs, *, caller = None, since = None))]
+pub fn audit_report<'py>(
+    py: Python<'py>,
+    logs: &Bound<'py, PyAny>,
+    caller: Option<&Bound<'py, PyAny>>,
+    since: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    report(py, logs, caller, since, None)
+}
+
+fn report<'py>(
+    py: Python<'py>,
+    logs: &Bound<'py, PyAny>,
+    caller: Option<&Bound<'py, PyAny>>,
+    since: Option<&Bound<'py, PyAny>>,
+    engine: Option<&toolpolicy::Engine>,
+) -> PyResult<Bound<'py, PyAny>> {
+    guard(|| {
+        let logs = args::logs(logs, "logs")?;
+        let options = toolpolicy::audit::report::Options {
+            caller: args::opt_string(caller, "caller")?,
+            since: args::opt_string(since, "since")?,
+        };
+        let value = py
+            .detach(|| {
+                toolpolicy::host::audit_report(&logs, engine, options)
+                    .map(|r| serde_json::to_value(&r).unwrap_or_default())
+            })
+            .map_err(error::raise)?;
+        to_py(py, &value)
     })
 }
 

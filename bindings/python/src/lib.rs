@@ -38,6 +38,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     m.add_function(wrap_pyfunction!(engine::read_input, m)?)?;
     m.add_function(wrap_pyfunction!(engine::lock_text, m)?)?;
+    m.add_function(wrap_pyfunction!(engine::audit_report, m)?)?;
     m.add_function(wrap_pyfunction!(engine::time_in_rust, m)?)?;
     m.add_function(wrap_pyfunction!(panic_for_tests, m)?)?;
     Ok(())

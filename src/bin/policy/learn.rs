@@ -15,7 +15,7 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 use toolpolicy::audit::learn::{self, Learned};
-use toolpolicy::audit::read::{self, BadLine, Line};
+use toolpolicy::audit::read::{self, BadLine, BadLines, Line};
 use toolpolicy::audit::sessions::Sessions;
 use toolpolicy::terms::{Taught, TermsFile};
 
@@ -52,9 +52,6 @@ pub struct Args {
     format: Format,
 }
 
-/// Bad lines named on the screen; past this only counted.
-const BAD_LINES_SHOWN: usize = 20;
-
 #[derive(Serialize)]
 struct Term<'a> {
     tool: &'a str,
@@ -70,7 +67,7 @@ struct Output<'a> {
     file: Option<String>,
     terms: Vec<Term<'a>>,
     sessions: usize,
-    bad_lines: usize,
+    bad_lines: u64,
     bad_lines_shown: &'a [BadLine],
 }
 
@@ -92,7 +89,9 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         None => TermsFile::new(),
     };
     let mut sessions = Sessions::new().keep_lessons();
-    let mut bad: Vec<BadLine> = Vec::new();
+    // Bad lines come as the files are read: the first by file and line are
+    // named, whatever the order of the files.
+    let mut bad = BadLines::by_place();
     read::read_logs_by_time(&args.logs, |line| match line {
         Line::Bad(b) => bad.push(b),
         Line::Event(logged) => sessions.read(&logged.event, logged.millis()),
@@ -109,10 +108,8 @@ fn finish(
     existing: TermsFile,
     learned: &[Learned],
     sessions: usize,
-    mut bad: Vec<BadLine>,
+    bad: BadLines,
 ) -> Result<ExitCode, CliError> {
-    // Bad lines come as the files are read: in the order of the files.
-    bad.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
     let mut file = existing.clone();
     let terms: Vec<Term<'_>> = learned
         .iter()
@@ -123,13 +120,13 @@ fn finish(
             new: file.teach(&l.tool, &l.term, l.sessions) == Taught::New,
         })
         .collect();
-    let shown = &bad[..bad.len().min(BAD_LINES_SHOWN)];
+    let shown = bad.shown();
     if args.format == Format::Json {
         return common::print_json(&Output {
             file: out.map(|p| p.display().to_string()),
             terms,
             sessions,
-            bad_lines: bad.len(),
+            bad_lines: bad.count(),
             bad_lines_shown: shown,
         })
         .map(|()| ExitCode::SUCCESS);
@@ -168,10 +165,10 @@ fn finish(
         terms.len() - new,
         if unchanged { "unchanged" } else { "written" },
     );
-    if !bad.is_empty() {
+    if bad.count() > 0 {
         o += &format!(
             "warning: {} lines are not events and were skipped:\n",
-            bad.len()
+            bad.count()
         );
         for b in shown {
             o += &format!("  {}:{}: {}\n", b.file, b.line, b.message);

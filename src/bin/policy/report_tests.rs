@@ -1,46 +1,64 @@
+use toolpolicy::audit::read::LogFile;
+use toolpolicy::audit::report::Reader;
+
 use super::*;
 
-#[test]
-fn names_that_read_as_other_selectors_are_quoted() {
-    assert_eq!(selector("Read").as_deref(), Some("Read"));
-    assert_eq!(selector("mcp:git/x").as_deref(), Some("mcp:git/x"));
-    for name in ["hint:destructive", "HINT:x", "skill:a", "Source:b", "a b"] {
-        assert_eq!(selector(name), Some(format!("\"{name}\"")));
-    }
-    assert_eq!(selector("a*"), None);
+fn report_of(log: &str) -> Report {
+    let mut reader = Reader::new(Options::default());
+    reader
+        .read_log(&mut LogFile::new("a.jsonl", log.as_bytes()))
+        .unwrap();
+    reader.finish(None, None)
 }
 
-/// A line that would decide other tools too is not suggested as is,
-/// and those tools are named.
+/// The text names what the JSON has: the first line's figures, each
+/// section (or `none`), a suggestion's line, and a bad line by place.
 #[test]
-fn a_line_that_changes_other_tools_is_named_with_them() {
-    let policy = Policy::parse("p.policy", "Defer(*)\n").unwrap();
-    let registry = Registry::from_json(
-        r#"[{"name": "hint:destructive", "description": "A."},
-            {"name": "Rm", "description": "B.", "annotations": {"destructiveHint": true}},
-            {"name": "Ls", "description": "C.", "annotations": {"readOnlyHint": true}}]"#,
-    )
-    .unwrap();
-    let contexts = [EventContext::default()];
-    let checker = Checker::new(&policy, Some(&registry), std::iter::empty(), &contexts);
-    let seen = BTreeSet::from([0]);
-    let tool = "hint:destructive";
-    assert_eq!(
-        checker.check("NoDefer(hint:destructive)", tool, &seen, Exposure::Active),
-        Verdict::AlsoChanges(vec!["Rm".into()])
+fn the_text_says_what_the_report_holds() {
+    let log = concat!(
+        r#"{"version":1,"session":"s","event":"list","declared":1,"names":["Read"],"tokens":1500,"all_declared":3000}"#,
+        "\n",
+        r#"{"version":1,"session":"s","event":"search","query":"play jazz","names":[],"activated":[],"matches":0,"empty":true,"status":"ok"}"#,
+        "\nnot an event\n",
     );
-    assert_eq!(
-        checker.check(
-            "NoDefer(\"hint:destructive\")",
-            tool,
-            &seen,
-            Exposure::Active
+    let text = human(&report_of(log));
+    assert!(
+        text.starts_with(
+            "2 events, 1 sessions, 1 turns listed: 1,500 tokens declared, 3,000 had every \
+             tool been declared (50% saved)\n"
         ),
-        Verdict::Applies
+        "{text}"
     );
-    // Already deferred: nothing to suggest.
-    assert_eq!(
-        checker.check("Defer(Rm)", "Rm", &seen, Exposure::Deferred),
-        Verdict::Nothing
+    assert!(
+        text.contains("searches that activated nothing:\n  1× `play jazz`\n"),
+        "{text}"
+    );
+    assert!(text.contains("refusals by cause: none\n"), "{text}");
+    assert!(
+        text.contains("  Read (1 of 1 sessions declared it): Defer(Read)\n"),
+        "{text}"
+    );
+    assert!(text.contains("  a.jsonl:3: "), "{text}");
+}
+
+/// A line not suggested is quoted, with the tools it would change named.
+#[test]
+fn a_line_not_suggested_is_quoted_with_what_it_would_change() {
+    let mut report = report_of("");
+    report.sessions = 2;
+    report.never_called.push(Suggestion {
+        tool: "hint:x".into(),
+        sessions: 2,
+        line: "Defer(hint:x)".into(),
+        checked: Some(false),
+        also_changes: vec!["Rm".into()],
+    });
+    let text = human(&report);
+    assert!(
+        text.contains(
+            "  hint:x (2 of 2 sessions declared it): `Defer(hint:x)`  (not suggested: it would \
+             change `Rm` too)\n"
+        ),
+        "{text}"
     );
 }

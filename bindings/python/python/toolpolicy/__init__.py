@@ -10,6 +10,6 @@ makes with `session.call()` and report its result with
 `toolpolicy.adapters`.
 """
 
-from ._native import Engine, Session, ToolPolicyError, lock_text, read_input
+from ._native import Engine, Session, ToolPolicyError, audit_report, lock_text, read_input
 
-__all__ = ["Engine", "Session", "ToolPolicyError", "lock_text", "read_input"]
+__all__ = ["Engine", "Session", "ToolPolicyError", "audit_report", "lock_text", "read_input"]

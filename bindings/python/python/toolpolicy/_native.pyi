@@ -32,6 +32,51 @@ class SessionState(TypedDict):
     context: Dict[str, Any]
     evidence: List[str]
 
+class AuditLogText(TypedDict):
+    """Audit log text for `audit_report`: `name` (`log N` by default, its
+    place in the list) names its bad lines."""
+
+    text: str
+    name: NotRequired[str]
+
+AuditLogs = Sequence[Union[StrPath, AuditLogText]]
+
+class AuditSuggestion(TypedDict):
+    """A line `audit_report` suggests for one tool."""
+
+    tool: str
+    sessions: int
+    line: str
+    """`NoDefer(tool)` or `Defer(tool)`."""
+    checked: NotRequired[bool]
+    """With the engine's policy: whether the line changes the decision, and
+    nothing else."""
+    also_changes: NotRequired[List[str]]
+    """With the engine's policy: other tools the line would change too."""
+
+class AuditReport(TypedDict):
+    """The `policy report --format json` contract (docs/audit.md)."""
+
+    events: int
+    sessions: int
+    sessions_from_requests: int
+    turns: int
+    tokens: int
+    tokens_all_declared: int
+    empty_searches: List[List[Union[str, int]]]
+    """`[query, count]` lists, most frequent first."""
+    search_misses: List[Dict[str, Any]]
+    load_in_most_sessions: List[AuditSuggestion]
+    never_called: List[AuditSuggestion]
+    refusals: List[Dict[str, Any]]
+    latency: List[Dict[str, Any]]
+    reloads: int
+    failed_reloads: int
+    drift: List[str]
+    dropped_events: int
+    bad_lines: int
+    bad_lines_shown: List[Dict[str, Any]]
+
 class Diagnostic(TypedDict):
     """One diagnostic of a `ToolPolicyError` or of `Engine.warnings()`."""
 
@@ -150,6 +195,10 @@ class Engine:
     def session(self, context: Optional[Context] = None) -> "Session": ...
     def resume(self, state: Union[SessionState, Mapping[str, Any], JsonText]) -> "Session": ...
     def explain(self, item: str, context: Optional[Context] = None) -> Dict[str, Any]: ...
+    def audit_report(
+        self, logs: AuditLogs, *, caller: Optional[str] = None, since: Optional[str] = None
+    ) -> AuditReport:
+        """The report of audit logs, with this engine's policy and registry."""
     def reload_policy(self, text: str, file: Optional[str] = None) -> None:
         """Replaces the policy and reads the lock it names again, from the
         folder the engine was built with; a failure keeps the last good."""
@@ -198,6 +247,10 @@ class Session:
 def lock_text(tools: Tools) -> str:
     """The lock file's text for these tools: what `policy lock --registry`
     writes, one entry a line in name order after its header."""
+
+def audit_report(logs: AuditLogs, *, caller: Optional[str] = None, since: Optional[str] = None) -> AuditReport:
+    """The report of audit logs (paths and `{"text": ...}` dicts, read in
+    order): `policy report --format json` as a dict, without a policy."""
 
 def read_input(path: StrPath) -> str:
     """A text file read as the engine reads its inputs: under a 64 MiB cap,
