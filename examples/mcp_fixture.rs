@@ -1,4 +1,4 @@
-//! A small MCP server for the gateway's tests (`tests/suite/gateway*.rs`),
+//! A small MCP server for the gateway's tests (`tests/suite/gateway/`),
 //! built on rmcp's server side. Tests control it through its environment:
 //!
 //! - `FIXTURE_TOOLS`: comma-separated tool names (default `echo`). What a

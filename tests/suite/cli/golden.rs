@@ -3,7 +3,7 @@
 //! standard error with `tests/golden/NAME.txt`.
 //!
 //! After a deliberate change of output, accept the new text with
-//! `UPDATE_GOLDEN=1 cargo test --test suite golden` and review the diff.
+//! `UPDATE_GOLDEN=1 cargo test --test suite cli::golden` and review the diff.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -231,7 +231,7 @@ fn command_output_matches_the_golden_files() {
     assert!(
         stale.is_empty(),
         "output differs from tests/golden/ for {stale:?}; if the change is intended, run \
-         `UPDATE_GOLDEN=1 cargo test --test suite golden` and review the diff"
+         `UPDATE_GOLDEN=1 cargo test --test suite cli::golden` and review the diff"
     );
 }
 
@@ -243,7 +243,7 @@ fn every_golden_file_has_a_case() {
         let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
         assert!(
             names.contains(&stem),
-            "{} has no case in tests/suite/golden.rs",
+            "{} has no case in tests/suite/cli/golden.rs",
             Path::new(&path).display()
         );
     }

@@ -1,6 +1,6 @@
 //! `policy gateway` in front of remote servers: the MCP fixture serving
 //! streamable HTTP on 127.0.0.1 (`FIXTURE_HTTP=1`), beside stdio children.
-//! The same policy paths and the same faults as `gateway.rs`, over HTTP.
+//! The same policy paths and the same faults as `stdio.rs`, over HTTP.
 
 use std::time::{Duration, Instant};
 

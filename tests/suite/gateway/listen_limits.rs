@@ -1,7 +1,7 @@
 //! `policy gateway --listen` against callers that try to take more than
 //! their part: bodies that never arrive, requests of millions of tiny JSON
 //! values, one caller opening session after session. Raw HTTP/1.1 over
-//! loopback, as in `gateway_listen.rs`; every wait has a deadline.
+//! loopback, as in `listen.rs`; every wait has a deadline.
 
 use std::io::Write;
 use std::net::TcpStream;

@@ -12,7 +12,7 @@
 //! unrelated tool after the search (the same wrong one for the same
 //! paraphrase, the worst case, since agreeing sessions are what teaches).
 //!
-//! The figures are printed (`cargo test --test suite search_learning --
+//! The figures are printed (`cargo test --test suite search::learning --
 //! --nocapture`) and docs/search.md quotes them.
 
 use std::collections::BTreeMap;
