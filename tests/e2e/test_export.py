@@ -246,7 +246,9 @@ class CodexExport(ExportCase):
             f'[projects."{self.project}"]\n'
             f'trust_level = "{trust}"\n'
         )
-        self.export("codex", self.project, "--mode", "work")
+        report = self.export("codex", self.project, "--mode", "work")
+        # The report says what the test that needs trust shows.
+        self.assertIn("only when it trusts the project", report)
         env = client_env(self.home, self.bin, CODEX_HOME=str(codex_home), SCRIPTED_API_KEY="dummy")
         argv = ["codex", "exec", "--skip-git-repo-check", "--strict-config", PROMPT]
         return run_client(argv, env, self.project)
@@ -384,7 +386,8 @@ class QwenCodeExport(ExportCase):
         user["tools"] = {"toolSearch": {"enabled": False}}
         (self.home / ".qwen").mkdir()
         (self.home / ".qwen" / "settings.json").write_text(json.dumps(user, indent=2))
-        self.export("qwen-code", self.project, "--mode", "work")
+        report = self.export("qwen-code", self.project, "--mode", "work")
+        self.assertIn("`qwen mcp approve NAME`", report)
 
         listed = self.qwen("mcp", "list")
         self.assertIn("memory:", listed.stdout)
