@@ -53,6 +53,9 @@ pub fn export(model: &Model) -> Result<(Vec<FileOut>, Report), String> {
         t.insert("disabled_tools".into(), array(&off));
         edits.push(Edit::Set(keys(&["mcp_servers", &s.name]), Value::Object(t)));
     }
+    report.notes.push(
+        "Codex reads a project's `.codex/config.toml` only when it trusts the project (`trust_level = \"trusted\"` under `[projects.\"PATH\"]` in `~/.codex/config.toml`); else write `~/.codex/config.toml` (`--out ~`)".into(),
+    );
     if dollar {
         report.notes.push(
             "Codex does not expand `${VAR}` in its config: the values are written as the servers file has them; set them in Codex's own way (`env_vars`, `bearer_token_env_var`)".into(),

@@ -46,6 +46,11 @@ pub fn export(model: &Model, client: &'static str) -> Result<(Vec<FileOut>, Repo
         e.insert("excludeTools".into(), array(&off));
         edits.push(Edit::Set(keys(&["mcpServers", &s.name]), Value::Object(e)));
     }
+    if client == "qwen-code" {
+        report.notes.push(
+            "Qwen Code runs a project's servers only once approved (`qwen mcp approve NAME`), bound to the entry as written: approve again after an export that changes it; headless, an unapproved server is skipped. `~/.qwen/settings.json` (`--out ~`) needs no approval".into(),
+        );
+    }
     Ok((
         vec![FileOut {
             path: path.into(),

@@ -954,4 +954,8 @@ def chat_results(messages: list[dict], prefix: str) -> list[tuple[str, str]]:
 if __name__ == "__main__":
     import sys
 
-    sys.exit(harness.main(sys.modules[__name__]))
+    # The export's tests (test_export.py) run the same clients, without
+    # the gateway: tests/e2e/run-clients runs both.
+    import test_export
+
+    sys.exit(harness.main(sys.modules[__name__], test_export))

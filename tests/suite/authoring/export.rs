@@ -245,6 +245,20 @@ fn the_report_names_what_never_exports() {
         "{human}"
     );
     assert!(!out.report.clean);
+    // What the real clients do with a project's file (tests/e2e/test_export.py).
+    let trust = out
+        .report
+        .notes
+        .iter()
+        .any(|n| n.contains("trusts the project"));
+    assert!(trust, "{:?}", out.report.notes);
+    let qwen = export::export("qwen-code", &m).unwrap();
+    let approve = qwen
+        .report
+        .notes
+        .iter()
+        .any(|n| n.contains("`qwen mcp approve NAME`"));
+    assert!(approve, "{:?}", qwen.report.notes);
     let e = export::export("nano", &m).unwrap_err();
     assert!(e.contains("claude-code"), "{e}");
 }
