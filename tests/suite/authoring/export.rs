@@ -538,3 +538,143 @@ fn zed_settings_keep_the_users_profiles_and_comments() {
         String::from_utf8_lossy(&ok.stdout)
     );
 }
+
+/// A value's shape in a client's documented settings.
+#[derive(Clone, Copy, Debug)]
+enum Shape {
+    Text,
+    Texts,
+    TextMap,
+    Number,
+    Bool,
+}
+
+fn has_shape(v: &Value, shape: Shape) -> bool {
+    match shape {
+        Shape::Text => v.is_string(),
+        Shape::Texts => v.as_array().is_some_and(|a| a.iter().all(Value::is_string)),
+        Shape::TextMap => v
+            .as_object()
+            .is_some_and(|m| m.values().all(Value::is_string)),
+        Shape::Number => v.is_number(),
+        Shape::Bool => v.is_boolean(),
+    }
+}
+
+/// The keys of an `mcpServers` entry and their shapes, as Gemini CLI's
+/// documentation of its settings names them (Qwen Code reads the same
+/// entries). Gemini CLI is not installed where the tests run, so its files
+/// are held to what its documentation says it reads.
+const GEMINI_SERVER_KEYS: [(&str, Shape); 12] = [
+    ("command", Shape::Text),
+    ("args", Shape::Texts),
+    ("env", Shape::TextMap),
+    ("cwd", Shape::Text),
+    ("url", Shape::Text),
+    ("httpUrl", Shape::Text),
+    ("headers", Shape::TextMap),
+    ("timeout", Shape::Number),
+    ("trust", Shape::Bool),
+    ("description", Shape::Text),
+    ("includeTools", Shape::Texts),
+    ("excludeTools", Shape::Texts),
+];
+
+#[test]
+fn gemini_settings_hold_only_the_documented_keys_in_their_documented_shapes() {
+    let d = temp("gemini-keys");
+    let servers = r#"{
+      "mcpServers": {
+        "filesystem": {
+          "command": "npx",
+          "args": ["-y", "@modelcontextprotocol/server-filesystem", "."],
+          "env": { "ROOT": "${HOME}/work" },
+          "cwd": "."
+        },
+        "memory": { "command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"] },
+        "everything": {
+          "type": "http",
+          "url": "https://tools.example.com/mcp",
+          "headers": { "Authorization": "Bearer ${TOOLS_TOKEN}" }
+        }
+      }
+    }"#;
+    let policy = Policy::parse(
+        "gemini.policy",
+        "Hide(filesystem__write*)\nHide(memory__delete*)\nDefer(everything__*)\n",
+    )
+    .unwrap();
+    let registry = Registry::from_json(&read("examples/gateway/registry.json")).unwrap();
+    let (servers, _) = export::read_servers(servers, &d).unwrap();
+    let m = export::model(&policy, &registry, servers, &[], &[], Fidelity::Hide).unwrap();
+    for (client, path) in [
+        ("gemini-cli", ".gemini/settings.json"),
+        ("qwen-code", ".qwen/settings.json"),
+    ] {
+        let out = export::export(client, &m).unwrap();
+        let doc = json(&out, path);
+        let entries = doc["mcpServers"].as_object().expect("mcpServers");
+        assert_eq!(entries.len(), 3, "{client}: {doc}");
+        for (name, entry) in entries {
+            let entry = entry.as_object().unwrap();
+            for (key, value) in entry {
+                let shape = GEMINI_SERVER_KEYS
+                    .iter()
+                    .find(|(k, _)| k == key)
+                    .map(|(_, s)| *s)
+                    .unwrap_or_else(|| {
+                        panic!("{client}: `{name}` has `{key}`, not a documented key")
+                    });
+                assert!(
+                    has_shape(value, shape),
+                    "{client}: `{name}.{key}` is {value}, not {shape:?}"
+                );
+            }
+            let transports = ["command", "url", "httpUrl"]
+                .iter()
+                .filter(|k| entry.contains_key(**k))
+                .count();
+            assert_eq!(
+                transports, 1,
+                "{client}: `{name}` needs one of command, url, httpUrl"
+            );
+        }
+        // Streamable HTTP is `httpUrl` (`url` is the older SSE transport);
+        // `${VAR}` stays for the client to expand.
+        let remote = &doc["mcpServers"]["everything"];
+        assert_eq!(
+            remote["httpUrl"], "https://tools.example.com/mcp",
+            "{client}"
+        );
+        assert_eq!(remote["headers"]["Authorization"], "Bearer ${TOOLS_TOKEN}");
+        assert_eq!(
+            doc["mcpServers"]["filesystem"]["env"]["ROOT"],
+            "${HOME}/work"
+        );
+        // Hidden tools are excluded and never included; the deferred ones
+        // too (`--fidelity hide`: these clients cannot defer). A server with
+        // nothing exposed gets an empty `includeTools`, which both clients
+        // read as "none", and every tool in `excludeTools`.
+        let fs = &doc["mcpServers"]["filesystem"];
+        assert!(
+            strings(&fs["excludeTools"]).contains("write_file"),
+            "{client}: {fs}"
+        );
+        assert!(
+            strings(&fs["includeTools"]).contains("read_file"),
+            "{client}: {fs}"
+        );
+        assert!(
+            !strings(&fs["includeTools"]).contains("write_file"),
+            "{client}: {fs}"
+        );
+        assert!(
+            remote["includeTools"].as_array().is_some_and(Vec::is_empty),
+            "{client}: {remote}"
+        );
+        assert!(
+            strings(&remote["excludeTools"]).len() > 3,
+            "{client}: {remote}"
+        );
+    }
+}
