@@ -3,12 +3,16 @@
 //! Code), with `includeTools` (the tools the policy exposes, by name) and
 //! `excludeTools` (the hidden ones). Both expand `$VAR` and `${VAR}` in the
 //! settings. A remote server's URL is `httpUrl`, their key for streamable
-//! HTTP. No per-tool deferral: a deferred tool is hidden or declared by the
-//! fidelity option.
+//! HTTP. Gemini CLI has no per-tool deferral: a deferred tool is hidden or
+//! declared by the fidelity option. Qwen Code's tool search (on by default)
+//! defers every MCP tool, and `tools.visible` declares chosen ones from the
+//! first turn: a deferred tool is included and left to the tool search, an
+//! active one is included and made visible.
 
 use serde_json::{Map, Value};
 
-use super::{Edit, FileOut, Format, Model, Report, allow_or_deny, array, keys, one_context};
+use super::{Edit, FileOut, Format, Model, Owned, Report, allow_or_deny, array, keys, one_context};
+use crate::decision::Exposure;
 
 pub fn export(model: &Model, client: &'static str) -> Result<(Vec<FileOut>, Report), String> {
     let (name, path) = match client {
@@ -17,7 +21,9 @@ pub fn export(model: &Model, client: &'static str) -> Result<(Vec<FileOut>, Repo
     };
     let ctx = one_context(model, client)?;
     let mut report = Report::new(client, model);
+    let qwen = client == "qwen-code";
     let mut edits = Vec::new();
+    let mut visible = Vec::new();
     for s in &model.servers {
         let mut e = Map::new();
         if s.remote {
@@ -36,17 +42,42 @@ pub fn export(model: &Model, client: &'static str) -> Result<(Vec<FileOut>, Repo
         }
         let (mut on, mut off) = (Vec::new(), Vec::new());
         for r in ctx.of(&s.name) {
-            if allow_or_deny(&mut report, model, ctx, r, name) {
+            let exposed = match r.exposure {
+                Exposure::Deferred if qwen => true,
+                _ => allow_or_deny(&mut report, model, ctx, r, name),
+            };
+            if exposed {
                 on.push(r.tool.clone());
             } else {
                 off.push(r.tool.clone());
+            }
+            if qwen && r.exposure == Exposure::Active {
+                // Qwen Code names an MCP tool `mcp__SERVER__TOOL`.
+                visible.push(format!("mcp__{}__{}", s.name, r.tool));
             }
         }
         e.insert("includeTools".into(), array(&on));
         e.insert("excludeTools".into(), array(&off));
         edits.push(Edit::Set(keys(&["mcpServers", &s.name]), Value::Object(e)));
     }
-    if client == "qwen-code" {
+    if qwen {
+        // The user's own entries of `tools.visible` (built-in tools, other
+        // servers) stay; those of the exported servers are the export's.
+        edits.push(Edit::List {
+            path: keys(&["tools", "visible"]),
+            items: visible,
+            owned: Owned {
+                prefixes: model
+                    .servers
+                    .iter()
+                    .map(|s| format!("mcp__{}", s.name))
+                    .collect(),
+                sep: "__",
+            },
+        });
+        report.notes.push(
+            "deferred tools are left to Qwen Code's tool search (`tools.toolSearch.enabled`, on by default), which defers MCP tools; the active ones are in `tools.visible`, declared from the first turn. With the tool search off every included tool is declared".into(),
+        );
         report.notes.push(
             "Qwen Code runs a project's servers only once approved (`qwen mcp approve NAME`), bound to the entry as written: approve again after an export that changes it; headless, an unapproved server is skipped. `~/.qwen/settings.json` (`--out ~`) needs no approval".into(),
         );

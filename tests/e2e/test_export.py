@@ -20,7 +20,8 @@ reached the real server (the memory file it writes):
   a policy without modes, and an agent per mode (`agent.MODE.tools`) over a
   top level that turns the server's tools off;
 - Qwen Code: `.qwen/settings.json` in the project (`includeTools`,
-  `excludeTools`), which Qwen Code runs only once the server is approved
+  `excludeTools`, `tools.visible` for the active tools ahead of its tool
+  search), which Qwen Code runs only once the server is approved
   (`qwen mcp approve`), again after each change of its entry.
 
 Gemini CLI is not installed by tests/e2e/install, so it is not run here.
@@ -376,24 +377,55 @@ class QwenCodeExport(ExportCase):
     def memory_tools(self, body: Any) -> set[str]:
         return {n[len(self.prefix) :] for n in chat_tool_names(body) if n.startswith(self.prefix)}
 
-    def test_export_qwen_code_include_and_exclude_tools(self) -> None:
-        """The project's `.qwen/settings.json` waits for approval (headless,
-        the server is skipped until then); approved, Qwen Code declares
-        exactly `includeTools`, and the call reaches the real server. A new
-        export that changes the entry waits for approval again."""
+    def export_approved(self, tool_search: bool) -> str:
+        """The work mode exported into the project and the server approved;
+        the export's report."""
         user = dict(QWEN_QUIET)
-        # Qwen Code's own tool search off: its tools are in the request.
-        user["tools"] = {"toolSearch": {"enabled": False}}
+        if not tool_search:
+            user["tools"] = {"toolSearch": {"enabled": False}}
         (self.home / ".qwen").mkdir()
         (self.home / ".qwen" / "settings.json").write_text(json.dumps(user, indent=2))
         report = self.export("qwen-code", self.project, "--mode", "work")
         self.assertIn("`qwen mcp approve NAME`", report)
+        self.assertIn("`tools.visible`", report)
 
         listed = self.qwen("mcp", "list")
         self.assertIn("memory:", listed.stdout)
         self.assertIn("Pending approval", listed.stdout, listed.stdout + listed.stderr)
         approved = self.qwen("mcp", "approve", "memory")
         self.assertEqual(approved.returncode, 0, approved.stderr)
+        return report
+
+    def test_export_qwen_code_defers_behind_its_tool_search(self) -> None:
+        """With Qwen Code's defaults (its tool search on), the request
+        declares exactly the active tools (`tools.visible`); the deferred
+        ones are named in its prompt for `tool_search`, the hidden ones
+        nowhere."""
+        self.export_approved(tool_search=True)
+        with ModelServer(lambda api, body: [("text", FINAL)]) as model:
+            run = self.qwen(PROMPT, model=model)
+            self.assert_finished(run, model)
+            posts = model.posts("/chat/completions")
+            # The agent's turns carry `tool_search`; a slow machine can see
+            # a request sent again, so each is checked, not their number.
+            turns = [r.body for r in posts if "tool_search" in chat_tool_names(r.body)]
+            self.assertTrue(turns, [json.dumps(r.body)[:600] for r in posts])
+            for body in turns:
+                self.assertEqual(self.memory_tools(body), ACTIVE, chat_tool_names(body))
+                text = json.dumps(body)
+                mentioned = {n[len(self.prefix) :] for n in re.findall(r"mcp__memory__[A-Za-z0-9_]+", text)}
+                self.assertTrue(DEFERRED <= mentioned, mentioned)
+                self.assertEqual(mentioned & HIDDEN, set(), mentioned)
+
+    def test_export_qwen_code_include_and_exclude_tools(self) -> None:
+        """The project's `.qwen/settings.json` waits for approval (headless,
+        the server is skipped until then); approved, with Qwen Code's tool
+        search off, it declares exactly `includeTools` (the active tools and
+        the deferred ones, as the report says), and the call reaches the real
+        server. A new export that changes the entry waits for approval
+        again."""
+        report = self.export_approved(tool_search=False)
+        self.assertIn("With the tool search off every included tool is declared", report)
 
         def script(api: str, body: Any) -> list[tuple]:
             if not self.memory_tools(body):
@@ -409,7 +441,7 @@ class QwenCodeExport(ExportCase):
             turns = [r.body for r in model.posts("/chat/completions") if self.memory_tools(r.body)]
             self.assertEqual(len(turns), 2, [json.dumps(t)[:300] for t in turns])
             for body in turns:
-                self.assertEqual(self.memory_tools(body), ACTIVE)
+                self.assertEqual(self.memory_tools(body), ACTIVE | DEFERRED)
             [(name, result)] = chat_results(turns[-1]["messages"], self.prefix)
             self.assertEqual(name, "create_entities")
             self.assert_written(result)

@@ -144,7 +144,7 @@ fn allowed(client: &str, out: &Export, model: &Model, label: &str) -> BTreeSet<S
 /// Whether the client defers tools itself, so that a deferred tool is not
 /// hidden by `--fidelity hide`.
 fn defers(client: &str) -> bool {
-    client == "claude-code"
+    matches!(client, "claude-code" | "qwen-code")
 }
 
 /// A policy, the `--mode` sets it is exported with, and the flags.
@@ -651,10 +651,7 @@ fn gemini_settings_hold_only_the_documented_keys_in_their_documented_shapes() {
             doc["mcpServers"]["filesystem"]["env"]["ROOT"],
             "${HOME}/work"
         );
-        // Hidden tools are excluded and never included; the deferred ones
-        // too (`--fidelity hide`: these clients cannot defer). A server with
-        // nothing exposed gets an empty `includeTools`, which both clients
-        // read as "none", and every tool in `excludeTools`.
+        // Hidden tools are excluded and never included.
         let fs = &doc["mcpServers"]["filesystem"];
         assert!(
             strings(&fs["excludeTools"]).contains("write_file"),
@@ -668,13 +665,34 @@ fn gemini_settings_hold_only_the_documented_keys_in_their_documented_shapes() {
             !strings(&fs["includeTools"]).contains("write_file"),
             "{client}: {fs}"
         );
-        assert!(
-            remote["includeTools"].as_array().is_some_and(Vec::is_empty),
-            "{client}: {remote}"
-        );
-        assert!(
-            strings(&remote["excludeTools"]).len() > 3,
-            "{client}: {remote}"
-        );
+        if client == "gemini-cli" {
+            // Gemini CLI cannot defer (`--fidelity hide`): a server with
+            // nothing exposed gets an empty `includeTools`, which it reads as
+            // "none", and every tool in `excludeTools`.
+            assert!(
+                remote["includeTools"].as_array().is_some_and(Vec::is_empty),
+                "{remote}"
+            );
+            assert!(strings(&remote["excludeTools"]).len() > 3, "{remote}");
+            assert!(doc.get("tools").is_none(), "{doc}");
+        } else {
+            // Qwen Code's tool search defers what is included; the active
+            // tools are made visible from the first turn, the deferred not.
+            assert!(strings(&remote["includeTools"]).len() > 3, "{remote}");
+            assert!(strings(&remote["excludeTools"]).is_empty(), "{remote}");
+            let visible = strings(&doc["tools"]["visible"]);
+            assert!(
+                visible.contains("mcp__filesystem__read_file"),
+                "{visible:?}"
+            );
+            assert!(
+                !visible.contains("mcp__filesystem__write_file"),
+                "{visible:?}"
+            );
+            assert!(
+                visible.iter().all(|t| !t.starts_with("mcp__everything__")),
+                "{visible:?}"
+            );
+        }
     }
 }
