@@ -32,11 +32,13 @@ Run with the other client tests (tests/e2e/run-clients -k export).
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import re
 import subprocess
 import unittest
 from typing import Any
+from unittest import mock
 
 import harness
 from harness import CLIENTS_BIN, NPM_BIN
@@ -231,7 +233,7 @@ class CodexExport(ExportCase):
                 return {t.get("name") for t in tool.get("tools", [])}
         return None
 
-    def run_codex(self, model: ModelServer, trust: str) -> subprocess.CompletedProcess:
+    def run_codex(self, model: ModelServer, trust: str, **extra: str) -> subprocess.CompletedProcess:
         """`codex exec` with the export in the project's `.codex/config.toml`,
         the project `trust`ed or not in the user's config."""
         codex_home = self.home / ".codex"
@@ -250,7 +252,7 @@ class CodexExport(ExportCase):
         report = self.export("codex", self.project, "--mode", "work")
         # The report says what the test that needs trust shows.
         self.assertIn("only when it trusts the project", report)
-        env = client_env(self.home, self.bin, CODEX_HOME=str(codex_home), SCRIPTED_API_KEY="dummy")
+        env = client_env(self.home, self.bin, CODEX_HOME=str(codex_home), SCRIPTED_API_KEY="dummy", **extra)
         argv = ["codex", "exec", "--skip-git-repo-check", "--strict-config", PROMPT]
         return run_client(argv, env, self.project)
 
@@ -274,6 +276,39 @@ class CodexExport(ExportCase):
                 self.assertEqual(self.namespace_tools(body), ACTIVE)
             [(name, result)] = codex_results(turns[-1]["input"], self.namespace)
             self.assertEqual(name, "create_entities")
+            self.assert_written(result)
+
+    def test_export_codex_passes_a_variable_on_by_name(self) -> None:
+        """Codex expands nothing in its config and gives a server only the
+        variables it names: the servers file's `MEMORY_FILE_PATH:
+        "${MEMORY_FILE_PATH}"` is exported as `env_vars`, and the server
+        writes where the caller's environment says."""
+        servers = {
+            "memory": {
+                "command": str(NPM_BIN / "mcp-server-memory"),
+                "env": {"MEMORY_FILE_PATH": "${MEMORY_FILE_PATH}"},
+            }
+        }
+        (self.work.path / "servers.json").write_text(json.dumps({"mcpServers": servers}))
+
+        def script(api: str, body: Any) -> list[tuple]:
+            if self.namespace_tools(body) is None:
+                return [("text", "ok")]
+            if not codex_results(body["input"], self.namespace):
+                return [("tool", "create_entities", CREATE, self.namespace)]
+            return [("text", FINAL)]
+
+        # Set for the export too, which starts the server to list its tools.
+        with ModelServer(script) as model, mock.patch.dict(os.environ, MEMORY_FILE_PATH=str(self.memory)):
+            run = self.run_codex(model, "trusted", MEMORY_FILE_PATH=str(self.memory))
+            self.assert_finished(run, model)
+            config = (self.project / ".codex" / "config.toml").read_text()
+            self.assertIn('env_vars = ["MEMORY_FILE_PATH"]', config)
+            self.assertNotIn("${", config)
+            turns = [r.body for r in model.posts("/responses") if self.namespace_tools(r.body)]
+            [(name, result)] = codex_results(turns[-1]["input"], self.namespace)
+            self.assertEqual(name, "create_entities")
+            # Written to the file the environment named, not the default.
             self.assert_written(result)
 
     def test_export_codex_project_file_needs_trust(self) -> None:

@@ -696,3 +696,54 @@ fn gemini_settings_hold_only_the_documented_keys_in_their_documented_shapes() {
         }
     }
 }
+
+/// Codex expands nothing in its config: a value that is one whole `${VAR}`
+/// is written the way Codex takes a variable by name, the rest as written
+/// and reported.
+#[test]
+fn codex_takes_variables_by_name_where_it_can() {
+    let d = temp("codex-vars");
+    let servers = r#"{
+      "mcpServers": {
+        "memory": {
+          "command": "mcp-server-memory",
+          "env": { "MEMORY_FILE_PATH": "${MEMORY_FILE_PATH}", "MODE": "${OTHER}", "LEVEL": "3" }
+        },
+        "everything": {
+          "type": "http",
+          "url": "https://tools.example.com/mcp",
+          "headers": {
+            "Authorization": "Bearer ${TOOLS_TOKEN}",
+            "X-Team": "${TEAM}",
+            "X-Region": "eu-${REGION:-west}",
+            "X-Plain": "yes"
+          }
+        }
+      }
+    }"#;
+    let policy = Policy::parse("codex.policy", "Hide(memory__delete*)\n").unwrap();
+    let registry = Registry::from_json(&read("examples/gateway/registry.json")).unwrap();
+    let (servers, _) = export::read_servers(servers, &d).unwrap();
+    let m = export::model(&policy, &registry, servers, &[], &[], Fidelity::Hide).unwrap();
+    let out = export::export("codex", &m).unwrap();
+    let doc: toml::Value = toml::from_str(&file(&out, ".codex/config.toml")).unwrap();
+    let memory = &doc["mcp_servers"]["memory"];
+    assert_eq!(
+        memory["env_vars"],
+        toml::Value::Array(vec!["MEMORY_FILE_PATH".into()])
+    );
+    let env = memory["env"].as_table().unwrap();
+    assert!(!env.contains_key("MEMORY_FILE_PATH"), "{env:?}");
+    // Another variable's name cannot be passed on under this one.
+    assert_eq!(env["MODE"].as_str(), Some("${OTHER}"));
+    assert_eq!(env["LEVEL"].as_str(), Some("3"));
+    let remote = &doc["mcp_servers"]["everything"];
+    assert_eq!(remote["bearer_token_env_var"].as_str(), Some("TOOLS_TOKEN"));
+    assert_eq!(remote["env_http_headers"]["X-Team"].as_str(), Some("TEAM"));
+    let plain = remote["http_headers"].as_table().unwrap();
+    assert_eq!(plain["X-Region"].as_str(), Some("eu-${REGION:-west}"));
+    assert_eq!(plain["X-Plain"].as_str(), Some("yes"));
+    assert!(!plain.contains_key("Authorization"), "{plain:?}");
+    let notes = out.report.notes.join("\n");
+    assert!(notes.contains("`env_vars`"), "{notes}");
+}
