@@ -124,12 +124,14 @@ fn wrong(d: &mut Bytes<'_>) -> Value {
     }
 }
 
+/// Every method a request is sent with: the first three take a position
+/// (formatting and code actions have messages of their own below).
 const REQUESTS: [&str; 6] = [
     "textDocument/hover",
     "textDocument/completion",
+    "textDocument/definition",
     "textDocument/formatting",
     "textDocument/codeAction",
-    "textDocument/definition",
     "workspace/symbol",
 ];
 
@@ -175,16 +177,8 @@ fn message(d: &mut Bytes<'_>, id: i32, version: &mut i32) -> Message {
         8 => request(id, *d.pick(&REQUESTS), wrong(d)),
         9 if d.below(8) == 0 => request(id, "shutdown", Value::Null),
         _ => {
-            let method = *d.pick(&REQUESTS[..5]);
-            let mut params = json!({ "textDocument": doc(&uri), "position": position(d) });
-            if method == "textDocument/codeAction" {
-                params = json!({
-                    "textDocument": doc(&uri),
-                    "range": { "start": position(d), "end": position(d) },
-                    "context": { "diagnostics": [] },
-                });
-            }
-            request(id, method, params)
+            let params = json!({ "textDocument": doc(&uri), "position": position(d) });
+            request(id, *d.pick(&REQUESTS[..3]), params)
         }
     }
 }

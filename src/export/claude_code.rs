@@ -59,14 +59,7 @@ pub fn export(model: &Model) -> Result<(Vec<FileOut>, Report), String> {
     report.notes.push(
         "`permissions.allow` is left as it is: an allow rule also skips Claude Code's prompt before a call, which a policy does not decide".into(),
     );
-    let owned = Owned {
-        prefixes: model
-            .servers
-            .iter()
-            .map(|s| format!("mcp__{}", s.name))
-            .collect(),
-        sep: "__",
-    };
+    let owned = Owned::mcp_tools(model);
     let files = vec![
         FileOut {
             path: ".mcp.json".into(),

@@ -66,14 +66,7 @@ pub fn export(model: &Model, client: &'static str) -> Result<(Vec<FileOut>, Repo
         edits.push(Edit::List {
             path: keys(&["tools", "visible"]),
             items: visible,
-            owned: Owned {
-                prefixes: model
-                    .servers
-                    .iter()
-                    .map(|s| format!("mcp__{}", s.name))
-                    .collect(),
-                sep: "__",
-            },
+            owned: Owned::mcp_tools(model),
         });
         report.notes.push(
             "deferred tools are left to Qwen Code's tool search (`tools.toolSearch.enabled`, on by default), which defers MCP tools; the active ones are in `tools.visible`, declared from the first turn. With the tool search off every included tool is declared".into(),

@@ -479,6 +479,19 @@ pub struct Owned {
 }
 
 impl Owned {
+    /// The entries named `mcp__SERVER` or `mcp__SERVER__tool` of the
+    /// exported servers: how Claude Code and Qwen Code name MCP tools.
+    pub fn mcp_tools(model: &Model) -> Owned {
+        Owned {
+            prefixes: model
+                .servers
+                .iter()
+                .map(|s| format!("mcp__{}", s.name))
+                .collect(),
+            sep: "__",
+        }
+    }
+
     pub fn claims(&self, entry: &str) -> bool {
         self.prefixes.iter().any(|p| {
             entry == p

@@ -37,7 +37,7 @@ import pathlib
 import re
 import subprocess
 import unittest
-from typing import Any
+from typing import Any, Callable
 from unittest import mock
 
 import harness
@@ -233,6 +233,15 @@ class CodexExport(ExportCase):
                 return {t.get("name") for t in tool.get("tools", [])}
         return None
 
+    def create_once(self, api: str, body: Any) -> list[tuple]:
+        """The scripted model: `create_entities` once the memory tools are
+        offered, then the final answer."""
+        if self.namespace_tools(body) is None:
+            return [("text", "ok")]
+        if not codex_results(body["input"], self.namespace):
+            return [("tool", "create_entities", CREATE, self.namespace)]
+        return [("text", FINAL)]
+
     def run_codex(self, model: ModelServer, trust: str, **extra: str) -> subprocess.CompletedProcess:
         """`codex exec` with the export in the project's `.codex/config.toml`,
         the project `trust`ed or not in the user's config."""
@@ -260,14 +269,7 @@ class CodexExport(ExportCase):
         """Codex lists exactly `enabled_tools` (the deferred ones hidden, as
         Codex cannot defer), and the call reaches the real server."""
 
-        def script(api: str, body: Any) -> list[tuple]:
-            if self.namespace_tools(body) is None:
-                return [("text", "ok")]
-            if not codex_results(body["input"], self.namespace):
-                return [("tool", "create_entities", CREATE, self.namespace)]
-            return [("text", FINAL)]
-
-        with ModelServer(script) as model:
+        with ModelServer(self.create_once) as model:
             run = self.run_codex(model, "trusted")
             self.assert_finished(run, model)
             turns = [r.body for r in model.posts("/responses") if self.namespace_tools(r.body)]
@@ -291,15 +293,8 @@ class CodexExport(ExportCase):
         }
         (self.work.path / "servers.json").write_text(json.dumps({"mcpServers": servers}))
 
-        def script(api: str, body: Any) -> list[tuple]:
-            if self.namespace_tools(body) is None:
-                return [("text", "ok")]
-            if not codex_results(body["input"], self.namespace):
-                return [("tool", "create_entities", CREATE, self.namespace)]
-            return [("text", FINAL)]
-
         # Set for the export too, which starts the server to list its tools.
-        with ModelServer(script) as model, mock.patch.dict(os.environ, MEMORY_FILE_PATH=str(self.memory)):
+        with ModelServer(self.create_once) as model, mock.patch.dict(os.environ, MEMORY_FILE_PATH=str(self.memory)):
             run = self.run_codex(model, "trusted", MEMORY_FILE_PATH=str(self.memory))
             self.assert_finished(run, model)
             config = (self.project / ".codex" / "config.toml").read_text()
@@ -323,7 +318,29 @@ class CodexExport(ExportCase):
                 self.assertIsNone(self.namespace_tools(record.body))
 
 
-class OpenCodeExport(ExportCase):
+class ChatExport(ExportCase):
+    """A client that speaks Chat Completions to the scripted model."""
+
+    prefix = ""
+
+    def memory_tools(self, body: Any) -> set[str]:
+        return {n[len(self.prefix) :] for n in chat_tool_names(body) if n.startswith(self.prefix)}
+
+    def call_once(self, tool: str, args: Any) -> Callable[[str, Any], list[tuple]]:
+        """The scripted model: a call of `tool` once the memory tools are
+        offered, then the final answer."""
+
+        def script(api: str, body: Any) -> list[tuple]:
+            if not self.memory_tools(body):
+                return [("text", "ok")]
+            if not chat_results(body["messages"], self.prefix):
+                return [("tool", self.prefix + tool, args)]
+            return [("text", FINAL)]
+
+        return script
+
+
+class OpenCodeExport(ChatExport):
     client = "opencode"
     prefix = "memory_"
 
@@ -346,21 +363,11 @@ class OpenCodeExport(ExportCase):
         env = client_env(self.home, self.bin, **OPENCODE_QUIET)
         return run_client(["opencode", "run", *args, PROMPT], env, self.project)
 
-    def memory_tools(self, body: Any) -> set[str]:
-        return {n[len(self.prefix) :] for n in chat_tool_names(body) if n.startswith(self.prefix)}
-
     def test_export_opencode_tools_map(self) -> None:
         """A policy without modes: the top-level `tools` map turns the hidden
         and deferred tools off, and the model gets the others."""
 
-        def script(api: str, body: Any) -> list[tuple]:
-            if not self.memory_tools(body):
-                return [("text", "ok")]
-            if not chat_results(body["messages"], self.prefix):
-                return [("tool", self.prefix + "create_entities", CREATE)]
-            return [("text", FINAL)]
-
-        with ModelServer(script) as model:
+        with ModelServer(self.call_once("create_entities", CREATE)) as model:
             run = self.run_opencode(model, "plain")
             self.assert_finished(run, model)
             turns = [r.body for r in model.posts("/chat/completions") if self.memory_tools(r.body)]
@@ -376,14 +383,7 @@ class OpenCodeExport(ExportCase):
         level's `memory_*: false`, so `--agent review` gets exactly the
         mode's tools, and calls one."""
 
-        def script(api: str, body: Any) -> list[tuple]:
-            if not self.memory_tools(body):
-                return [("text", "ok")]
-            if not chat_results(body["messages"], self.prefix):
-                return [("tool", self.prefix + "read_graph", {})]
-            return [("text", FINAL)]
-
-        with ModelServer(script) as model:
+        with ModelServer(self.call_once("read_graph", {})) as model:
             run = self.run_opencode(model, "modes", "--agent", "review")
             self.assert_finished(run, model)
             turns = [r.body for r in model.posts("/chat/completions") if self.memory_tools(r.body)]
@@ -395,7 +395,7 @@ class OpenCodeExport(ExportCase):
             self.assertIn('"entities"', result)
 
 
-class QwenCodeExport(ExportCase):
+class QwenCodeExport(ChatExport):
     client = "qwen"
     prefix = "mcp__memory__"
 
@@ -408,9 +408,6 @@ class QwenCodeExport(ExportCase):
                 "OPENAI_MODEL": "scripted",
             }
         return run_client(["qwen", *args], client_env(self.home, self.bin, **extra), self.project)
-
-    def memory_tools(self, body: Any) -> set[str]:
-        return {n[len(self.prefix) :] for n in chat_tool_names(body) if n.startswith(self.prefix)}
 
     def export_approved(self, tool_search: bool) -> str:
         """The work mode exported into the project and the server approved;
@@ -462,14 +459,7 @@ class QwenCodeExport(ExportCase):
         report = self.export_approved(tool_search=False)
         self.assertIn("With the tool search off every included tool is declared", report)
 
-        def script(api: str, body: Any) -> list[tuple]:
-            if not self.memory_tools(body):
-                return [("text", "ok")]
-            if not chat_results(body["messages"], self.prefix):
-                return [("tool", self.prefix + "create_entities", CREATE)]
-            return [("text", FINAL)]
-
-        with ModelServer(script) as model:
+        with ModelServer(self.call_once("create_entities", CREATE)) as model:
             # The prompt first: `--allowed-tools` takes every word after it.
             run = self.qwen(PROMPT, "--allowed-tools", self.prefix + "create_entities", model=model)
             self.assert_finished(run, model)
